@@ -1,0 +1,111 @@
+"""Opening graphrag databases: one SQLite module, pragmas and extensions everywhere."""
+
+import pathlib
+
+try:  # The same module Datasette, sqlite-utils and llm pick when it is installed
+    import pysqlite3 as sqlite3
+except ImportError:  # pragma: no cover - depends on the platform
+    import sqlite3
+
+import sqlite_utils
+
+BUSY_TIMEOUT_MS = 5000
+
+
+class ExtensionsUnavailable(Exception):
+    """Raised when SQLite extensions cannot be loaded into a connection."""
+
+
+NO_EXTENSIONS = (
+    "This Python's SQLite module cannot load extensions, which graphrag needs for "
+    "sqlite-vec: install pysqlite3-binary (pip install pysqlite3-binary) or use a Python "
+    "built with --enable-loadable-sqlite-extensions."
+)
+
+
+def load_extensions(conn, traversal=True):
+    """Load sqlite-vec and, when built, the bfsvtab traversal extension into ``conn``.
+
+    Safe to call more than once on the same connection.
+    """
+    import sqlite_vec
+
+    if not hasattr(conn, "enable_load_extension"):
+        raise ExtensionsUnavailable(NO_EXTENSIONS)
+    try:
+        conn.enable_load_extension(True)
+        if not _has_function(conn, "vec_version"):
+            sqlite_vec.load(conn)
+        if traversal:
+            from . import traversal as _traversal
+
+            if not _has_module(conn, "bfsvtab"):
+                _traversal.load(conn)
+    except (AttributeError, sqlite3.OperationalError) as ex:
+        if "not authorized" in str(ex) or isinstance(ex, AttributeError):
+            raise ExtensionsUnavailable(NO_EXTENSIONS) from ex
+        raise
+    finally:
+        try:
+            conn.enable_load_extension(False)
+        except Exception:
+            pass
+
+
+def _has_function(conn, name):
+    return bool(
+        conn.execute(
+            "select 1 from pragma_function_list where name = ?", [name]
+        ).fetchone()
+    )
+
+
+def _has_module(conn, name):
+    return bool(
+        conn.execute("select 1 from pragma_module_list where name = ?", [name]).fetchone()
+    )
+
+
+def connect(path, check_same_thread=True):
+    """Open a SQLite connection to ``path`` configured for graphrag.
+
+    WAL journal, ``synchronous=NORMAL``, foreign keys on, a busy timeout, and the
+    sqlite-vec and traversal extensions loaded.
+    """
+    path = str(path)
+    if path != ":memory:":
+        parent = pathlib.Path(path).parent
+        if not parent.exists():
+            raise FileNotFoundError(
+                f"Directory {parent} does not exist: create it before using {path}"
+            )
+    conn = sqlite3.connect(path, check_same_thread=check_same_thread)
+    configure(conn)
+    return conn
+
+
+def configure(conn):
+    """Apply graphrag's pragmas and extensions to an existing connection."""
+    load_extensions(conn)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def open_database(path, create=True):
+    """Return a ``sqlite_utils.Database`` for ``path`` with the graphrag schema applied.
+
+    With ``create=False`` a missing file is an error rather than a new database.
+    """
+    from .schema import ensure_schema
+
+    if not create and str(path) != ":memory:" and not pathlib.Path(path).exists():
+        raise FileNotFoundError(
+            f"Database {path} does not exist: create it with 'llm graphrag init -d {path}'"
+        )
+    db = sqlite_utils.Database(connect(path))
+    ensure_schema(db)
+    return db

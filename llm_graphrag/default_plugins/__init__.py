@@ -1,0 +1,1 @@
+"""The toolkit's own loaders, chunkers and extractors, registered as plugins."""

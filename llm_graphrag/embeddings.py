@@ -1,0 +1,190 @@
+"""Local model2vec embedding models for llm, and the fast path graphrag uses itself.
+
+The default model, alias ``graphrag``, is all-MiniLM-L6-v2 distilled with model2vec into
+a 256-dimensional static model that ships inside this package. Other local model2vec
+folders can be registered with ``llm graphrag models add PATH``.
+"""
+
+import hashlib
+import json
+import pathlib
+import time
+from functools import lru_cache
+
+import llm
+import numpy as np
+
+MODEL_DIR = pathlib.Path(__file__).parent / "model" / "graphrag-minilm-256"
+DEFAULT_MODEL_ID = "graphrag-minilm-256"
+DEFAULT_ALIAS = "graphrag"
+
+
+class ModelUnavailable(Exception):
+    """Raised when an embedding model cannot be loaded."""
+
+
+@lru_cache(maxsize=8)
+def load_static_model(path):
+    """Load a model2vec ``StaticModel`` from a local folder, never from the network."""
+    from model2vec import StaticModel
+
+    folder = pathlib.Path(path)
+    if not (folder / "tokenizer.json").exists():
+        raise ModelUnavailable(
+            f"No model2vec model in {folder}: expected config.json, tokenizer.json and "
+            "model.safetensors there (rebuild the default one with "
+            "scripts/build_embedding_model.py)"
+        )
+    return StaticModel.from_pretrained(str(folder))
+
+
+class Model2VecEmbeddingModel(llm.EmbeddingModel):
+    """An llm embedding model backed by a local model2vec folder."""
+
+    supports_text = True
+    supports_binary = False
+    batch_size = 1024
+
+    def __init__(self, model_id, path):
+        self.model_id = model_id
+        self.path = str(path)
+
+    @property
+    def static_model(self):
+        return load_static_model(self.path)
+
+    @property
+    def dimensions(self):
+        return int(self.static_model.dim)
+
+    def encode(self, texts):
+        """Embed ``texts`` into a float32 array of unit-length rows."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        vectors = np.asarray(self.static_model.encode(texts), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return vectors / norms
+
+    def embed_batch(self, items):
+        for row in self.encode(items):
+            yield row.tolist()
+
+
+def user_models_path():
+    return llm.user_dir() / "graphrag-models.json"
+
+
+def registered_models():
+    """Mapping of model id to folder for user-registered model2vec models."""
+    path = user_models_path()
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def add_model(folder, model_id=None):
+    """Register a local model2vec folder with llm as ``model2vec/<name>``."""
+    folder = pathlib.Path(folder).resolve()
+    load_static_model(str(folder))  # fails clearly when the folder is not a model
+    model_id = model_id or f"model2vec/{folder.name}"
+    models = registered_models()
+    models[model_id] = str(folder)
+    path = user_models_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(models, indent=2))
+    return model_id
+
+
+def all_models():
+    """Yield ``(model, aliases)`` for every model2vec model graphrag provides."""
+    yield Model2VecEmbeddingModel(DEFAULT_MODEL_ID, MODEL_DIR), (DEFAULT_ALIAS,)
+    for model_id, folder in registered_models().items():
+        yield Model2VecEmbeddingModel(model_id, folder), ()
+
+
+class Embedder:
+    """Embeds text into unit float32 vectors with the database's configured model."""
+
+    def __init__(self, model):
+        self.model = model
+        self.model_id = model.model_id
+
+    @property
+    def dimensions(self):
+        if isinstance(self.model, Model2VecEmbeddingModel):
+            return self.model.dimensions
+        return len(self.encode(["dimensions"])[0])
+
+    def encode(self, texts):
+        texts = list(texts)
+        if isinstance(self.model, Model2VecEmbeddingModel):
+            return self.model.encode(texts)
+        vectors = np.asarray(list(self.model.embed_multi(texts)), dtype=np.float32)
+        if not len(vectors):
+            return np.zeros((0, 0), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return vectors / norms
+
+
+def get_embedder(model_id=None):
+    """The embedder for an llm model id or alias (default: the bundled ``graphrag``)."""
+    model_id = model_id or DEFAULT_ALIAS
+    if model_id in (DEFAULT_ALIAS, DEFAULT_MODEL_ID):
+        return Embedder(Model2VecEmbeddingModel(DEFAULT_MODEL_ID, MODEL_DIR))
+    try:
+        return Embedder(llm.get_embedding_model(model_id))
+    except llm.UnknownModelError as ex:
+        raise ModelUnavailable(
+            f"Unknown embedding model {model_id!r}: see 'llm embed-models' for the models "
+            "installed, or register a model2vec folder with 'llm graphrag models add PATH'"
+        ) from ex
+
+
+def embedder_for(db):
+    """The embedder a graphrag database was created with."""
+    from .schema import get_setting
+
+    return get_embedder(get_setting(db, "embedding_model"))
+
+
+def content_hash(text):
+    """The same hash llm's ``Collection`` stores, so llm sees unchanged content."""
+    return hashlib.md5(text.encode("utf8")).digest()
+
+
+def collection_id(db, name):
+    row = db.execute("select id from collections where name = ?", [name]).fetchone()
+    return row[0]
+
+
+def write_embeddings(db, collection, ids, vectors, texts=None):
+    """Write vectors into llm's ``embeddings`` table; triggers mirror them into vec0.
+
+    Call inside the caller's transaction. ``texts`` (optional) only feeds the content hash.
+    """
+    cid = collection_id(db, collection)
+    now = int(time.time())
+    vectors = np.asarray(vectors, dtype="<f4")
+    rows = [
+        (
+            cid,
+            str(ident),
+            vectors[i].tobytes(),
+            content_hash(texts[i]) if texts is not None else None,
+            now,
+        )
+        for i, ident in enumerate(ids)
+    ]
+    db.conn.executemany(
+        "insert or replace into embeddings (collection_id, id, embedding, content_hash, updated) "
+        "values (?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def to_blob(vector):
+    """A vector as the little-endian float32 blob llm and sqlite-vec both read."""
+    return np.asarray(vector, dtype="<f4").tobytes()

@@ -1,0 +1,212 @@
+"""Ingestion: files to documents, chunks and vectors, one short transaction per file."""
+
+import datetime
+import hashlib
+import json
+import pathlib
+from dataclasses import dataclass, field
+
+from .chunking import chunk_document
+from .dedup import NearDuplicateFilter
+from .embeddings import embedder_for, write_embeddings
+from .loaders import LoadError, expand_paths, load_document
+from .schema import set_setting
+
+
+@dataclass
+class IngestResult:
+    ingested: int = 0
+    skipped: int = 0
+    pruned: int = 0
+    duplicates_skipped: int = 0
+    chunks: int = 0
+    errors: list = field(default_factory=list)
+    doc_ids: list = field(default_factory=list)
+    extraction: dict = None
+
+    def to_dict(self):
+        result = {
+            "ingested": self.ingested,
+            "skipped": self.skipped,
+            "errors": self.errors,
+            "pruned": self.pruned,
+            "duplicates_skipped": self.duplicates_skipped,
+            "chunks": self.chunks,
+        }
+        if self.extraction is not None:
+            result["extraction"] = self.extraction
+        return result
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def ingest_docs(
+    db,
+    paths,
+    *,
+    tags=None,
+    skip_if_seen=True,
+    prune=False,
+    extract=True,
+    progress=None,
+):
+    """Ingest files, folders and globs into ``db``; the engine behind every face.
+
+    Unchanged files (same content hash) are skipped when ``skip_if_seen``; changed files
+    replace their rows; ``prune`` deletes documents under the given folders whose files
+    are gone. A file that cannot be loaded is reported in ``errors`` and leaves what is
+    already stored for it untouched. ``progress(path)`` is called once per file.
+    Returns an ``IngestResult``.
+    """
+    started = _now()
+    result = IngestResult()
+    files, errors = expand_paths(paths)
+    result.errors.extend(errors)
+    embedder = embedder_for(db)
+    duplicates = NearDuplicateFilter()
+    known = {
+        row[0]: (row[1], row[2])
+        for row in db.execute("select path, id, hash from docs").fetchall()
+    }
+    for path in files:
+        if progress:
+            progress(path)
+        key = str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as ex:
+            result.errors.append({"path": key, "error": f"cannot read file: {ex.strerror}"})
+            continue
+        digest = hashlib.sha256(data).hexdigest()
+        if skip_if_seen and key in known and known[key][1] == digest:
+            result.skipped += 1
+            continue
+        try:
+            document = load_document(path, root=_root_for(path, paths), data=data)
+        except LoadError as ex:
+            result.errors.append({"path": key, "error": str(ex)})
+            continue
+        kept = []
+        for block in document.blocks:
+            if block.kind in ("paragraph", "list", "quote") and duplicates.is_duplicate(
+                block.text
+            ):
+                result.duplicates_skipped += 1
+                continue
+            kept.append(block)
+        document.blocks = kept
+        chunks = chunk_document(document)
+        vectors = embedder.encode([chunk.embed_text for chunk in chunks])
+        doc_id = _write_document(db, document, chunks, vectors, tags or [])
+        result.ingested += 1
+        result.chunks += len(chunks)
+        result.doc_ids.append(doc_id)
+    if prune:
+        result.pruned = prune_missing(db, paths, {str(f) for f in files})
+    if extract and result.doc_ids:
+        from .extract import extract_and_link
+
+        result.extraction = extract_and_link(db, doc_ids=result.doc_ids)
+    _record_run(db, started, paths, result)
+    return result
+
+
+def _root_for(path, paths):
+    """The folder argument ``path`` was found under, for relative paths in preludes."""
+    for given in paths:
+        given = pathlib.Path(given)
+        if given.is_dir():
+            try:
+                path.resolve().relative_to(given.resolve())
+                return given.resolve()
+            except ValueError:
+                continue
+    return path.resolve().parent
+
+
+def _write_document(db, document, chunks, vectors, tags):
+    meta = {
+        "format": document.format,
+        "kind": document.kind,
+        "lang": document.lang,
+        "title": document.title,
+        "breadcrumbs": document.breadcrumbs,
+        "tags": sorted(set(document.tags) | set(tags)),
+        "hash": document.hash,
+    }
+    with db.atomic():
+        row = db.execute("select id from docs where path = ?", [document.path]).fetchone()
+        values = {
+            "path": document.path,
+            "source": "file",
+            "mtime_ms": document.mtime_ms,
+            "meta": json.dumps(meta),
+            "title": document.title,
+            "hash": document.hash,
+            "size": document.size,
+            "ingested_at": _now(),
+        }
+        if row:
+            doc_id = row[0]
+            db.execute("delete from chunks where doc_id = ?", [doc_id])
+            db["docs"].update(doc_id, values)
+        else:
+            doc_id = db["docs"].insert(values).last_pk
+        chunk_ids = []
+        for chunk in chunks:
+            cursor = db.execute(
+                "insert into chunks (doc_id, seq, content, prelude, section, hash, "
+                "token_count, meta) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    doc_id,
+                    chunk.seq,
+                    chunk.text,
+                    chunk.prelude,
+                    chunk.section,
+                    hashlib.sha256(chunk.text.encode("utf8")).hexdigest(),
+                    chunk.token_count,
+                    json.dumps({"headings": list(chunk.headings)}),
+                ],
+            )
+            chunk_ids.append(cursor.lastrowid)
+        write_embeddings(
+            db, "chunks", chunk_ids, vectors, [chunk.embed_text for chunk in chunks]
+        )
+    return doc_id
+
+
+def prune_missing(db, paths, found):
+    """Delete documents under the folder arguments in ``paths`` whose files are gone."""
+    folders = [str(pathlib.Path(p).resolve()) for p in paths if pathlib.Path(p).is_dir()]
+    if not folders:
+        return 0
+    gone = [
+        (doc_id, path)
+        for doc_id, path in db.execute("select id, path from docs").fetchall()
+        if path not in found
+        and any(path.startswith(folder.rstrip("/") + "/") for folder in folders)
+        and not pathlib.Path(path).exists()
+    ]
+    with db.atomic():
+        for doc_id, _ in gone:
+            db.execute("delete from docs where id = ?", [doc_id])
+    return len(gone)
+
+
+def _record_run(db, started, paths, result):
+    summary = {
+        "started_at": started,
+        "finished_at": _now(),
+        "paths": json.dumps([str(p) for p in paths]),
+        "ingested": result.ingested,
+        "skipped": result.skipped,
+        "pruned": result.pruned,
+        "duplicates_skipped": result.duplicates_skipped,
+        "chunks": result.chunks,
+        "errors": json.dumps(result.errors),
+    }
+    with db.atomic():
+        db["ingest_runs"].insert(summary)
+        set_setting(db, "last_ingest", summary["finished_at"])

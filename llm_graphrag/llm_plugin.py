@@ -1,0 +1,18 @@
+"""The llm plugin: the bundled embedding model and the ``llm graphrag`` commands."""
+
+import llm
+
+
+@llm.hookimpl
+def register_embedding_models(register):
+    from .embeddings import all_models
+
+    for model, aliases in all_models():
+        register(model, aliases=aliases)
+
+
+@llm.hookimpl
+def register_commands(cli):
+    from .cli import graphrag
+
+    cli.add_command(graphrag)

@@ -1,0 +1,257 @@
+"""The graphrag schema, created and changed through versioned migrations.
+
+Tables follow seed 004 (docs, chunks, mentions, entities, relations) with seed 003's
+lexical graph. Vectors live in llm's ``collections``/``embeddings`` tables and are
+mirrored by triggers into sqlite-vec ``vec0`` indexes.
+"""
+
+import json
+
+from llm.embeddings_migrations import embeddings_migrations
+from sqlite_utils import Migrations
+
+migrations = Migrations("graphrag")
+
+DEFAULT_MODEL = "graphrag"
+DEFAULT_DIMENSIONS = 256
+
+# llm collection name -> (vec0 table, primary key column, source table)
+VECTOR_INDEXES = {
+    "chunks": ("chunk_vec", "chunk_id", "chunks"),
+    "entities": ("entity_vec", "entity_id", "entities"),
+    "facts": ("fact_vec", "relation_id", "relations"),
+}
+
+
+def get_setting(db, key, default=None):
+    if not db["graphrag_settings"].exists():
+        return default
+    row = db.execute(
+        "select value from graphrag_settings where key = ?", [key]
+    ).fetchone()
+    return json.loads(row[0]) if row else default
+
+
+def set_setting(db, key, value):
+    db["graphrag_settings"].upsert({"key": key, "value": json.dumps(value)}, pk="key")
+
+
+def schema_version(db):
+    """The number of graphrag migrations applied to ``db``."""
+    return len(migrations.applied(db))
+
+
+def ensure_schema(db, model_id=None, dimensions=None):
+    """Create or upgrade the graphrag schema in ``db``; cheap when already current.
+
+    ``model_id`` and ``dimensions`` pick the embedding model for a new database;
+    an existing database keeps the one it was created with.
+    """
+    if not db["graphrag_settings"].exists():
+        db["graphrag_settings"].create({"key": str, "value": str}, pk="key")
+    if get_setting(db, "embedding_model") is None:
+        set_setting(db, "embedding_model", model_id or DEFAULT_MODEL)
+        set_setting(db, "dimensions", dimensions or DEFAULT_DIMENSIONS)
+    if embeddings_migrations.pending(db):
+        embeddings_migrations.apply(db)
+    if migrations.pending(db):
+        migrations.apply(db)
+    # llm's own migrations rebuild the embeddings table, which drops triggers:
+    # recreate ours whenever they are missing.
+    if not db.execute(
+        "select 1 from sqlite_master where type = 'trigger' and name = 'embeddings_vec_insert'"
+    ).fetchone():
+        with db.atomic():
+            create_vector_triggers(db)
+    return db
+
+
+@migrations()
+def m001_initial(db):
+    db.executescript(
+        """
+        CREATE TABLE docs (
+          id INTEGER PRIMARY KEY,
+          path TEXT NOT NULL UNIQUE,
+          source TEXT,
+          mtime_ms INTEGER,
+          meta JSON,
+          title TEXT,
+          hash TEXT,
+          size INTEGER,
+          ingested_at TEXT
+        );
+        CREATE TABLE chunks (
+          id INTEGER PRIMARY KEY,
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          seq INTEGER NOT NULL,
+          content TEXT NOT NULL,
+          prelude TEXT,
+          section TEXT,
+          hash TEXT,
+          token_count INTEGER,
+          meta JSON,
+          UNIQUE (doc_id, seq)
+        );
+        CREATE INDEX idx_chunks_doc ON chunks(doc_id);
+        CREATE TABLE entities (
+          id INTEGER PRIMARY KEY,
+          type TEXT NOT NULL,
+          name TEXT NOT NULL,
+          norm TEXT NOT NULL,
+          aliases JSON NOT NULL DEFAULT '[]',
+          description TEXT,
+          popularity INTEGER NOT NULL DEFAULT 0,
+          meta JSON,
+          status TEXT NOT NULL DEFAULT 'active',
+          created_at TEXT
+        );
+        CREATE INDEX idx_entities_norm ON entities(norm);
+        CREATE INDEX idx_entities_type_name ON entities(type, name);
+        CREATE TABLE mentions (
+          id INTEGER PRIMARY KEY,
+          entity_id INTEGER REFERENCES entities(id) ON DELETE SET NULL,
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+          span_start INTEGER,
+          span_end INTEGER,
+          surface TEXT NOT NULL,
+          type TEXT,
+          score REAL,
+          link_score REAL,
+          features JSON,
+          snippet TEXT,
+          meta JSON
+        );
+        CREATE INDEX idx_mentions_doc ON mentions(doc_id);
+        CREATE INDEX idx_mentions_chunk ON mentions(chunk_id);
+        CREATE INDEX idx_mentions_entity ON mentions(entity_id);
+        CREATE TABLE relations (
+          id INTEGER PRIMARY KEY,
+          src_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+          dst_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+          rel TEXT NOT NULL,
+          weight REAL NOT NULL DEFAULT 1.0,
+          confidence REAL NOT NULL DEFAULT 1.0,
+          fact TEXT,
+          chunk_id INTEGER REFERENCES chunks(id) ON DELETE SET NULL,
+          evidence_count INTEGER NOT NULL DEFAULT 0,
+          meta JSON,
+          UNIQUE (src_id, dst_id, rel)
+        );
+        CREATE INDEX idx_rel_src_rel ON relations(src_id, rel);
+        CREATE INDEX idx_rel_dst_rel ON relations(dst_id, rel);
+        -- One row per sentence that supports a relation; deleting a document's
+        -- chunks removes its evidence, and a relation with none left goes too.
+        CREATE TABLE relation_evidence (
+          id INTEGER PRIMARY KEY,
+          relation_id INTEGER NOT NULL REFERENCES relations(id) ON DELETE CASCADE,
+          chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          sentence TEXT,
+          confidence REAL,
+          extractor TEXT
+        );
+        CREATE INDEX idx_relation_evidence_relation ON relation_evidence(relation_id);
+        CREATE INDEX idx_relation_evidence_chunk ON relation_evidence(chunk_id);
+        CREATE TRIGGER relation_evidence_added AFTER INSERT ON relation_evidence BEGIN
+          UPDATE relations SET evidence_count = evidence_count + 1 WHERE id = NEW.relation_id;
+        END;
+        CREATE TRIGGER relation_evidence_removed AFTER DELETE ON relation_evidence BEGIN
+          UPDATE relations SET evidence_count = evidence_count - 1 WHERE id = OLD.relation_id;
+          DELETE FROM relations WHERE id = OLD.relation_id AND evidence_count <= 0;
+        END;
+        CREATE TABLE ingest_runs (
+          id INTEGER PRIMARY KEY,
+          started_at TEXT,
+          finished_at TEXT,
+          paths JSON,
+          ingested INTEGER,
+          skipped INTEGER,
+          pruned INTEGER,
+          duplicates_skipped INTEGER,
+          chunks INTEGER,
+          errors JSON
+        );
+        -- Seed 004's BFS edge view, also used by hybrid retrieval
+        CREATE VIEW graph_edges AS
+          SELECT src_id AS src, dst_id AS dst, rel, weight, confidence, id AS relation_id
+          FROM relations;
+        -- Seed 003's lexical graph as rows: PART_OF, NEXT_CHUNK, MENTIONED_IN, RELATES
+        CREATE VIEW lexical_graph AS
+          SELECT 'chunk' AS src_kind, id AS src_id, 'doc' AS dst_kind, doc_id AS dst_id,
+                 'PART_OF' AS type, NULL AS rel_type, NULL AS fact FROM chunks
+          UNION ALL
+          SELECT 'chunk', a.id, 'chunk', b.id, 'NEXT_CHUNK', NULL, NULL
+            FROM chunks a JOIN chunks b ON b.doc_id = a.doc_id AND b.seq = a.seq + 1
+          UNION ALL
+          SELECT DISTINCT 'entity', entity_id, 'chunk', chunk_id, 'MENTIONED_IN', NULL, NULL
+            FROM mentions WHERE entity_id IS NOT NULL
+          UNION ALL
+          SELECT 'entity', src_id, 'entity', dst_id, 'RELATES', rel, fact FROM relations;
+        """
+    )
+    db["chunks"].enable_fts(
+        ["content", "section"], tokenize="porter", create_triggers=True
+    )
+    db["entities"].enable_fts(
+        ["name", "aliases"], tokenize="porter", create_triggers=True
+    )
+    db["relations"].enable_fts(["fact"], tokenize="porter", create_triggers=True)
+    dimensions = get_setting(db, "dimensions", DEFAULT_DIMENSIONS)
+    for table, pk, source in VECTOR_INDEXES.values():
+        db.execute(
+            f"CREATE VIRTUAL TABLE {table} USING vec0("
+            f"{pk} INTEGER PRIMARY KEY, embedding float[{dimensions}] distance_metric=cosine)"
+        )
+    # Seed 004 names these map tables; rowid is the chunk or entity id itself.
+    db.execute("CREATE VIEW chunk_vec_map AS SELECT chunk_id, chunk_id AS rowid FROM chunk_vec")
+    db.execute(
+        "CREATE VIEW entity_vec_map AS SELECT entity_id, entity_id AS rowid FROM entity_vec"
+    )
+    for name in VECTOR_INDEXES:
+        db.execute("INSERT OR IGNORE INTO collections (name, model) VALUES (?, ?)", [name, get_setting(db, "embedding_model")])
+
+
+def create_vector_triggers(db):
+    """Mirror llm ``embeddings`` rows of the graphrag collections into vec0 indexes.
+
+    Works for any writer, including ``llm embed-multi`` from the terminal, as long as
+    sqlite-vec is loaded in its connection (the sqlite-utils plugin does that).
+    Also removes embeddings when their chunk, entity or relation is deleted.
+    """
+    cases_insert = []
+    cases_delete = []
+    for name, (table, pk, source) in VECTOR_INDEXES.items():
+        collection = f"(SELECT id FROM collections WHERE name = '{name}')"
+        cases_delete.append(
+            f"DELETE FROM {table} WHERE OLD.collection_id = {collection} "
+            f"AND {pk} = CAST(OLD.id AS INTEGER);"
+        )
+        cases_insert.append(
+            f"DELETE FROM {table} WHERE NEW.collection_id = {collection} "
+            f"AND {pk} = CAST(NEW.id AS INTEGER);\n"
+            f"  INSERT INTO {table} ({pk}, embedding) SELECT CAST(NEW.id AS INTEGER), NEW.embedding "
+            f"WHERE NEW.collection_id = {collection} AND NEW.id GLOB '[0-9]*' "
+            f"AND NEW.embedding IS NOT NULL;"
+        )
+        db.execute(f"DROP TRIGGER IF EXISTS {source}_embedding_cleanup")
+        db.execute(
+            f"""CREATE TRIGGER {source}_embedding_cleanup AFTER DELETE ON {source} BEGIN
+              DELETE FROM embeddings WHERE collection_id = {collection} AND id = CAST(OLD.id AS TEXT);
+            END"""
+        )
+    insert_body = "\n  ".join(cases_insert)
+    delete_body = "\n  ".join(cases_delete)
+    for name in ("embeddings_vec_insert", "embeddings_vec_update", "embeddings_vec_delete"):
+        db.execute(f"DROP TRIGGER IF EXISTS {name}")
+    db.execute(
+        f"CREATE TRIGGER embeddings_vec_insert AFTER INSERT ON embeddings BEGIN\n  {insert_body}\nEND"
+    )
+    db.execute(
+        "CREATE TRIGGER embeddings_vec_update AFTER UPDATE OF embedding, id, collection_id "
+        f"ON embeddings BEGIN\n  {delete_body}\n  {insert_body}\nEND"
+    )
+    db.execute(
+        f"CREATE TRIGGER embeddings_vec_delete AFTER DELETE ON embeddings BEGIN\n  {delete_body}\nEND"
+    )
