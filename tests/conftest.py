@@ -4,6 +4,22 @@ import pytest
 
 sys._called_from_test = True
 
+# Plugin managers skip entry points under test: register ours explicitly.
+import datasette.plugins  # noqa: E402
+import llm.plugins  # noqa: E402
+import sqlite_utils.plugins  # noqa: E402
+
+import datasette_graphrag  # noqa: E402
+from llm_graphrag import llm_plugin, sqlite_utils_plugin  # noqa: E402
+
+llm.plugins.load_plugins()
+if not llm.plugins.pm.is_registered(llm_plugin):
+    llm.plugins.pm.register(llm_plugin, name="llm-graphrag")
+if not sqlite_utils.plugins.pm.is_registered(sqlite_utils_plugin):
+    sqlite_utils.plugins.pm.register(sqlite_utils_plugin, name="graphrag")
+if not datasette.plugins.pm.is_registered(datasette_graphrag):
+    datasette.plugins.pm.register(datasette_graphrag, name="datasette-graphrag")
+
 
 @pytest.fixture
 def user_path(tmp_path_factory, monkeypatch):

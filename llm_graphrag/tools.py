@@ -1,0 +1,133 @@
+"""The graphrag tools: one engine function each, with JSON Schemas for input and output.
+
+The CLI, the Datasette endpoints and MCP all go through ``call_tool``.
+"""
+
+import json
+import pathlib
+from dataclasses import dataclass
+from functools import cached_property
+
+import jsonschema
+
+SCHEMAS = pathlib.Path(__file__).parent / "schemas"
+
+
+class ToolInputError(ValueError):
+    """Arguments that do not match a tool's input schema; names the field."""
+
+    def __init__(self, message, field=None):
+        super().__init__(message)
+        self.field = field
+
+
+class ToolNotFound(LookupError):
+    """A tool argument points at something that does not exist (entity, document)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    function: object
+    read_only: bool = True
+
+    @cached_property
+    def input_schema(self):
+        return json.loads((SCHEMAS / f"{self.name}.input.json").read_text())
+
+    @cached_property
+    def output_schema(self):
+        return json.loads((SCHEMAS / f"{self.name}.output.json").read_text())
+
+    @property
+    def description(self):
+        return self.input_schema["description"]
+
+    def arguments(self, arguments):
+        """Validate ``arguments`` and fill in defaults; raise ``ToolInputError``."""
+        arguments = dict(arguments or {})
+        validator = jsonschema.Draft202012Validator(self.input_schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        if error is not None:
+            field = ".".join(str(p) for p in error.absolute_path) or (
+                error.validator_value[0]
+                if error.validator == "required" and isinstance(error.validator_value, list)
+                else None
+            )
+            if error.validator == "additionalProperties":
+                field = sorted(set(arguments) - set(self.input_schema["properties"]))[0]
+            raise ToolInputError(f"{self.name}: {field or 'arguments'}: {error.message}", field)
+        for key, spec in self.input_schema["properties"].items():
+            if key not in arguments and "default" in spec:
+                arguments[key] = spec["default"]
+        return arguments
+
+    def __call__(self, db, arguments=None):
+        arguments = self.arguments(arguments)
+        try:
+            return self.function(db, **arguments)
+        except LookupError as ex:
+            raise ToolNotFound(str(ex)) from ex
+
+
+def _ingest_docs(db, paths, tags, skip_if_seen, prune, extract):
+    from .ingest import ingest_docs
+
+    return ingest_docs(
+        db, paths, tags=tags, skip_if_seen=skip_if_seen, prune=prune, extract=extract
+    ).to_dict()
+
+
+def _extract_and_link(db, doc_ids=None):
+    from .extract import extract_and_link
+
+    return extract_and_link(db, doc_ids=doc_ids)
+
+
+def _hybrid_query(db, q, k, hops, mode, rels=None):
+    from .retrieval import RetrievalOptions, hybrid_query
+
+    return hybrid_query(db, q, RetrievalOptions(k=k, hops=hops, rels=rels, mode=mode))
+
+
+def _status(db):
+    from .status import status
+
+    return status(db)
+
+
+def _graph(name):
+    def call(db, **arguments):
+        from . import graph
+
+        try:
+            return getattr(graph, name)(db, **arguments)
+        except ValueError as ex:
+            raise LookupError(str(ex)) from ex
+
+    return call
+
+
+TOOLS = {
+    tool.name: tool
+    for tool in (
+        Tool("ingest_docs", _ingest_docs, read_only=False),
+        Tool("extract_and_link", _extract_and_link, read_only=False),
+        Tool("entity_lookup", _graph("entity_lookup")),
+        Tool("hybrid_query", _hybrid_query),
+        Tool("explain_entity", _graph("explain_entity")),
+        Tool("status", _status),
+        Tool("subgraph", _graph("subgraph")),
+        Tool("path", _graph("path")),
+        Tool("topn", _graph("topn")),
+    )
+}
+
+
+def call_tool(db, name, arguments=None):
+    """Run the tool ``name`` against ``db`` with JSON-like ``arguments``."""
+    if name not in TOOLS:
+        raise ToolInputError(
+            f"Unknown tool {name!r}: choose one of {', '.join(TOOLS)}", field="tool"
+        )
+    return TOOLS[name](db, arguments)

@@ -1,0 +1,204 @@
+"""The foundation: packaging, connections, schema, embeddings and ingestion through llm."""
+
+import json
+import subprocess
+import sqlite3 as stdlib_sqlite3
+
+import llm
+import pytest
+import sqlite_utils
+from click.testing import CliRunner
+from llm.cli import cli
+
+from llm_graphrag.db import ExtensionsUnavailable, load_extensions, open_database, sqlite3
+from llm_graphrag.embeddings import get_embedder
+from llm_graphrag.schema import schema_version, migrations
+
+LAKE = "Damming a river can cause a lake to form behind the dam."
+LAKE_NEIGHBOUR = "Reservoirs are lakes that form when a dam blocks a river."
+OTHER = "The quarterly budget review covers travel expenses and invoices."
+
+
+def run(args, **kwargs):
+    result = CliRunner().invoke(cli, args, catch_exceptions=False, **kwargs)
+    return result
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "lake.md").write_text(f"# Lakes\n\n{LAKE}\n")
+    (folder / "reservoir.txt").write_text(f"Reservoirs\n\n{LAKE_NEIGHBOUR}\n")
+    (folder / "budget.md").write_text(f"# Budget\n\n{OTHER}\n")
+    return folder
+
+
+@pytest.mark.parametrize("command", [["llm", "plugins"], ["datasette", "plugins"]])
+def test_installed_package_is_listed_as_a_plugin(command):
+    # A separate process loads plugins from the installed entry points, as users see them
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    names = [plugin["name"] for plugin in json.loads(output)]
+    assert "datasette-graphrag" in names
+
+
+def test_init_and_status(tmp_path, user_path):
+    path = str(tmp_path / "g.db")
+    result = run(["graphrag", "init", "-d", path, "--json"])
+    assert result.exit_code == 0
+    info = json.loads(result.output)
+    assert info["counts"] == {
+        "docs": 0,
+        "chunks": 0,
+        "mentions": 0,
+        "entities": 0,
+        "relations": 0,
+        "embeddings": 0,
+        "chunk_vec": 0,
+        "entity_vec": 0,
+        "fact_vec": 0,
+    }
+    assert info["embedding_model"] == "graphrag"
+    assert info["dimensions"] == 256
+    assert info["schema_version"] == len(migrations._migrations)
+    assert info["last_ingest"] is None
+    # Connection settings every toolkit connection gets
+    db = open_database(path)
+    assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
+    assert db.execute("pragma foreign_keys").fetchone()[0] == 1
+    assert db.execute("pragma synchronous").fetchone()[0] == 1
+    assert db.execute("pragma busy_timeout").fetchone()[0] == 5000
+    modules = {row[0] for row in db.execute("select name from pragma_module_list")}
+    assert {"vec0", "bfsvtab", "fts5"} <= modules
+
+
+def test_status_on_missing_database_is_a_clear_error(tmp_path):
+    result = run(["graphrag", "status", "-d", str(tmp_path / "nope.db")])
+    assert result.exit_code == 1
+    assert "does not exist: create it with 'llm graphrag init" in result.output
+
+
+def test_stdlib_sqlite_without_extension_support_gets_one_sentence():
+    conn = stdlib_sqlite3.connect(":memory:")
+    if hasattr(conn, "enable_load_extension"):
+        pytest.skip("this Python's sqlite3 can load extensions")
+    with pytest.raises(ExtensionsUnavailable) as excinfo:
+        load_extensions(conn)
+    assert "pip install pysqlite3-binary" in str(excinfo.value)
+
+
+def test_llm_embed_uses_bundled_model(user_path):
+    result = run(["embed", "-m", "graphrag", "-c", "hello"])
+    assert result.exit_code == 0, result.output
+    vector = json.loads(result.output)
+    assert len(vector) == 256
+    assert llm.get_embedding_model("graphrag").model_id == "graphrag-minilm-256"
+
+
+def test_sqlite_utils_connections_get_sqlite_vec(tmp_path):
+    db = sqlite_utils.Database(tmp_path / "plain.db")
+    assert db.execute("select vec_length(vec_f32('[1, 2, 3]'))").fetchone()[0] == 3
+
+
+def test_embed_multi_fills_vec0_index_and_knn_finds_neighbour(tmp_path, corpus, user_path):
+    path = str(tmp_path / "g.db")
+    result = run(["graphrag", "ingest", str(corpus), "-d", path, "--no-extract", "--json"])
+    assert result.exit_code == 0, result.output
+    db = open_database(path)
+    # Replace the ingest's vectors with ones llm embed-multi writes from the terminal
+    db.execute("delete from embeddings")
+    db.conn.commit()
+    assert db.execute("select count(*) from chunk_vec").fetchone()[0] == 0
+    result = run(
+        [
+            "embed-multi",
+            "chunks",
+            "--sql",
+            "select id, content from chunks",
+            "-d",
+            path,
+            "-m",
+            "graphrag",
+        ]
+    )
+    assert result.exit_code == 0, result.output
+    db = open_database(path)
+    assert db.execute("select count(*) from chunk_vec").fetchone()[0] == 3
+    query = get_embedder("graphrag").encode([LAKE])[0].astype("<f4").tobytes()
+    rows = db.execute(
+        """
+        select chunks.content from chunk_vec join chunks on chunks.id = chunk_vec.chunk_id
+        where embedding match ? and k = 3 order by distance
+        """,
+        [query],
+    ).fetchall()
+    assert [row[0] for row in rows][:2] == [LAKE, LAKE_NEIGHBOUR]
+
+
+def test_ingest_then_reingest_changes_nothing(tmp_path, corpus, user_path):
+    path = str(tmp_path / "g.db")
+    first = json.loads(run(["graphrag", "ingest", str(corpus), "-d", path, "--json"]).output)
+    assert (first["ingested"], first["skipped"], first["errors"]) == (3, 0, [])
+    db = open_database(path)
+    tables = ["docs", "chunks", "mentions", "entities", "relations", "embeddings", "chunk_vec"]
+    before = {t: db.execute(f"select count(*) from {t}").fetchone()[0] for t in tables}
+    assert before["docs"] == 3 and before["chunks"] == 3 and before["chunk_vec"] == 3
+    second = json.loads(run(["graphrag", "ingest", str(corpus), "-d", path, "--json"]).output)
+    assert (second["ingested"], second["skipped"], second["errors"]) == (0, 3, [])
+    after = {t: db.execute(f"select count(*) from {t}").fetchone()[0] for t in tables}
+    assert after == before
+
+
+def test_changed_file_replaces_rows_and_prune_removes_missing(tmp_path, corpus, user_path):
+    path = str(tmp_path / "g.db")
+    run(["graphrag", "ingest", str(corpus), "-d", path, "--json"])
+    (corpus / "budget.md").write_text("# Budget\n\nThe annual budget now includes hardware.\n")
+    (corpus / "reservoir.txt").unlink()
+    result = json.loads(
+        run(["graphrag", "ingest", str(corpus), "-d", path, "--prune", "--json"]).output
+    )
+    assert (result["ingested"], result["skipped"], result["pruned"]) == (1, 1, 1)
+    db = open_database(path)
+    contents = [row[0] for row in db.execute("select content from chunks order by doc_id")]
+    assert contents == [LAKE, "The annual budget now includes hardware."]
+    assert db.execute("select count(*) from chunk_vec").fetchone()[0] == 2
+    assert db.execute("select count(*) from embeddings").fetchone()[0] == db.execute(
+        "select count(*) from chunk_vec"
+    ).fetchone()[0] + db.execute("select count(*) from entity_vec").fetchone()[0] + db.execute(
+        "select count(*) from fact_vec"
+    ).fetchone()[0]
+
+
+def test_bad_files_are_reported_and_good_ones_land(tmp_path, corpus, user_path):
+    (corpus / "binary.md").write_bytes(b"\x00\x01\x02PNG\x00")
+    (corpus / "latin1.txt").write_bytes("Caf\xe9 au lait".encode("latin-1"))
+    (corpus / "empty.html").write_text("<html><body><nav>menu</nav></body></html>")
+    path = str(tmp_path / "g.db")
+    result = run(["graphrag", "ingest", str(corpus), "-d", path, "--json"])
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert data["ingested"] == 3
+    assert sorted(error["path"].rsplit("/", 1)[1] for error in data["errors"]) == [
+        "binary.md",
+        "empty.html",
+        "latin1.txt",
+    ]
+    assert all(error["error"] for error in data["errors"])
+    db = open_database(path)
+    assert db.execute("select count(*) from docs").fetchone()[0] == 3
+
+
+def test_bad_file_keeps_what_was_stored(tmp_path, corpus, user_path):
+    path = str(tmp_path / "g.db")
+    run(["graphrag", "ingest", str(corpus), "-d", path, "--json"])
+    (corpus / "lake.md").write_bytes(b"\xff\xfe broken")
+    data = json.loads(run(["graphrag", "ingest", str(corpus), "-d", path, "--json"]).output)
+    assert [e["path"].rsplit("/", 1)[1] for e in data["errors"]] == ["lake.md"]
+    db = open_database(path)
+    assert LAKE in [row[0] for row in db.execute("select content from chunks")]
+
+
+def test_schema_version_counts_applied_migrations(tmp_path):
+    db = open_database(tmp_path / "g.db")
+    assert schema_version(db) == len(migrations._migrations)
+    assert migrations.pending(db) == []
