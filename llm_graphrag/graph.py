@@ -57,9 +57,11 @@ def _rows(db, sql, params=()):
     return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
-def _fts_query(text):
-    words = re.findall(r"\w+", text.lower())
-    return " OR ".join(f'"{word}"*' for word in words)
+def fts_query(text, prefix=False):
+    """An FTS5 query matching any word of free ``text`` (words quoted, so never a syntax error)."""
+    words = re.findall(r"\w+", (text or "").lower())
+    star = "*" if prefix else ""
+    return " OR ".join(f'"{word}"{star}' for word in dict.fromkeys(words))
 
 
 def entity_lookup(db, q, type=None, limit=10):
@@ -71,7 +73,7 @@ def entity_lookup(db, q, type=None, limit=10):
         db, f"select * from entities where norm = :norm{where_type}", {"norm": key, "type": type}
     ):
         candidates[row["id"]] = row
-    fts = _fts_query(q)
+    fts = fts_query(q, prefix=True)
     if fts:
         for row in _rows(
             db,

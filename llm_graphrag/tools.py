@@ -85,9 +85,12 @@ def _extract_and_link(db, doc_ids=None):
 
 
 def _hybrid_query(db, q, k, hops, mode, rels=None):
+    from .evidence import logged_retrieval
     from .retrieval import RetrievalOptions, hybrid_query
 
-    return hybrid_query(db, q, RetrievalOptions(k=k, hops=hops, rels=rels, mode=mode))
+    options = RetrievalOptions(k=k, hops=hops, rels=rels, mode=mode)
+    arguments = {"q": q, "k": k, "hops": hops, "mode": mode, "rels": rels}
+    return logged_retrieval(db, arguments, lambda: hybrid_query(db, q, options))
 
 
 def _status(db):

@@ -1,0 +1,246 @@
+"""JSON endpoints that follow the tool contracts: ``/<database>/-/graphrag/<tool>``."""
+
+import json
+import os
+import re
+
+import sqlite_utils
+from datasette.utils import actor_matches_allow
+from datasette.utils.asgi import Response
+
+from llm_graphrag.tools import TOOLS, ToolInputError, ToolNotFound, call_tool
+
+PLUGIN = "datasette-graphrag"
+WRITE_PERMISSION = "graphrag-write"
+_GLOB = re.compile(r"[*?\[]")
+
+
+def error(message, status, field=None):
+    body = {"ok": False, "error": message, "status": status}
+    if field:
+        body["field"] = field
+    return Response.json(body, status=status)
+
+
+async def graphrag_databases(datasette):
+    """Names of the attached databases that hold a graphrag schema."""
+    names = []
+    for name, db in datasette.databases.items():
+        if name == "_internal":
+            continue
+        if await db.table_exists("graphrag_settings"):
+            names.append(name)
+    return names
+
+
+def arguments_from_query(tool, request):
+    """Query-string arguments coerced to the types the tool's input schema declares."""
+    arguments = {}
+    properties = tool.input_schema["properties"]
+    for key in request.args.keys():
+        values = request.args.getlist(key)
+        spec = properties.get(key, {})
+        kind = spec.get("type")
+        if isinstance(kind, list):
+            kind = "integer" if "integer" in kind and all(v.lstrip("-").isdigit() for v in values) else "string"
+        try:
+            if kind == "array":
+                item_kind = spec.get("items", {}).get("type")
+                parts = [p for v in values for p in v.split(",") if p != ""]
+                arguments[key] = [int(p) for p in parts] if item_kind == "integer" else parts
+            elif kind == "integer":
+                arguments[key] = int(values[0])
+            elif kind == "number":
+                arguments[key] = float(values[0])
+            elif kind == "boolean":
+                arguments[key] = values[0].lower() in ("1", "true", "yes", "on")
+            else:
+                arguments[key] = values[0]
+        except ValueError:
+            raise ToolInputError(f"{tool.name}: {key}: expected {kind}, got {values[0]!r}", key)
+    return arguments
+
+
+def check_ingest_roots(datasette, paths):
+    """Reject paths outside the plugin's ``ingest_roots``; a clear 403 message otherwise."""
+    config = datasette.plugin_config(PLUGIN) or {}
+    roots = [os.path.realpath(r) for r in config.get("ingest_roots") or []]
+    if not roots:
+        return "ingest_docs is disabled: set ingest_roots in the datasette-graphrag plugin config"
+    for path in paths:
+        if ".." in re.split(r"[\\/]", path):
+            return f"paths: {path!r} may not contain '..'"
+        base = _GLOB.split(path, 1)[0]
+        real = os.path.realpath(base)
+        if not any(real == root or real.startswith(root + os.sep) for root in roots):
+            return f"paths: {path!r} is outside the allowed ingest roots {roots}"
+    return None
+
+
+class ToolRequestError(Exception):
+    """A tool call refused before or while running, with its HTTP status."""
+
+    def __init__(self, message, status, field=None):
+        super().__init__(message)
+        self.status = status
+        self.field = field
+
+
+async def resolve_database(datasette, database, actor):
+    """The graphrag database a call is for, checking it exists and may be viewed."""
+    if database is None:
+        names = await graphrag_databases(datasette)
+        if len(names) != 1:
+            raise ToolRequestError(
+                f"{len(names)} graphrag databases are served: name the database", 404, "database"
+            )
+        database = names[0]
+    if database not in datasette.databases or database == "_internal":
+        raise ToolRequestError(f"Database {database!r} not found", 404, "database")
+    if not await datasette.permission_allowed(actor, "view-database", database, default=True):
+        raise ToolRequestError(f"Not allowed to view database {database!r}", 403, "database")
+    db = datasette.get_database(database)
+    if not await db.table_exists("graphrag_settings"):
+        raise ToolRequestError(
+            f"Database {database!r} is not a graphrag database: create one with "
+            "'llm graphrag init'",
+            404,
+            "database",
+        )
+    return db
+
+
+async def run_tool(datasette, actor, database, name, arguments):
+    """Run tool ``name`` for ``actor``: the permission checks every face shares."""
+    if name not in TOOLS:
+        raise ToolRequestError(f"Unknown tool {name!r}: one of {', '.join(TOOLS)}", 404, "tool")
+    tool = TOOLS[name]
+    db = await resolve_database(datasette, database, actor)
+    try:
+        tool.arguments(arguments)  # validate before touching the database
+        if tool.read_only:
+            return await db.execute_fn(lambda conn: call_tool(_database(conn), name, arguments))
+        if not await datasette.permission_allowed(actor, WRITE_PERMISSION, db.name, default=False):
+            raise ToolRequestError(f"{name} needs the {WRITE_PERMISSION} permission", 403)
+        if name == "ingest_docs":
+            problem = check_ingest_roots(datasette, arguments["paths"])
+            if problem:
+                raise ToolRequestError(problem, 403, "paths")
+        return await db.execute_write_fn(
+            lambda conn: call_tool(_database(conn), name, arguments), block=True
+        )
+    except ToolInputError as ex:
+        raise ToolRequestError(str(ex), 400, ex.field)
+    except ToolNotFound as ex:
+        raise ToolRequestError(str(ex), 404)
+
+
+async def tool_view(request, datasette):
+    name = request.url_vars["tool"]
+    try:
+        if request.method == "POST":
+            body = await request.post_body()
+            try:
+                arguments = json.loads(body or b"{}")
+            except ValueError:
+                return error("Request body must be a JSON object", 400)
+            if not isinstance(arguments, dict):
+                return error("Request body must be a JSON object", 400)
+        elif request.method == "GET":
+            tool = TOOLS.get(name)
+            if tool is not None and not tool.read_only:
+                return error(f"{name} changes the database: use POST with a JSON body", 405)
+            arguments = arguments_from_query(tool, request) if tool else {}
+        else:
+            return error("Use GET or POST", 405)
+        result = await run_tool(
+            datasette, request.actor, request.url_vars.get("database"), name, arguments
+        )
+    except ToolInputError as ex:
+        return error(str(ex), 400, ex.field)
+    except ToolRequestError as ex:
+        return error(str(ex), ex.status, ex.field)
+    return Response.json(result)
+
+
+def _database(conn):
+    return sqlite_utils.Database(conn, execute_plugins=False, recursive_triggers=True)
+
+
+def permission_allowed(datasette, actor, action):
+    """``graphrag-write``: denied to anonymous actors; ``write_allow`` config narrows it."""
+    if action != WRITE_PERMISSION:
+        return None
+    if actor is None:
+        return False
+    allow = (datasette.plugin_config(PLUGIN) or {}).get("write_allow")
+    if allow is not None:
+        return actor_matches_allow(actor, allow)
+    return True
+
+
+def openapi_document():
+    """OpenAPI 3.1 description of every tool endpoint."""
+    paths = {}
+    for name, tool in TOOLS.items():
+        operation = {}
+        responses = {
+            "200": {
+                "description": f"{name} result",
+                "content": {"application/json": {"schema": tool.output_schema}},
+            },
+            "400": {"description": "Invalid arguments; the body names the field"},
+            "404": {"description": "Unknown database, tool, entity or document"},
+        }
+        if tool.read_only:
+            operation["get"] = {
+                "operationId": f"{name}_get",
+                "summary": tool.description,
+                "parameters": [
+                    {
+                        "name": key,
+                        "in": "query",
+                        "required": key in tool.input_schema.get("required", []),
+                        "schema": spec,
+                    }
+                    for key, spec in tool.input_schema["properties"].items()
+                ],
+                "responses": responses,
+            }
+        else:
+            responses["403"] = {"description": f"Needs the {WRITE_PERMISSION} permission"}
+        operation["post"] = {
+            "operationId": name,
+            "summary": tool.description,
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": tool.input_schema}},
+            },
+            "responses": responses,
+        }
+        database_parameter = {
+            "name": "database",
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string"},
+        }
+        with_database = {
+            method: dict(op, operationId=f"{op['operationId']}_db", parameters=[database_parameter] + op.get("parameters", []))
+            for method, op in operation.items()
+        }
+        paths[f"/{{database}}/-/graphrag/{name}"] = with_database
+        paths[f"/-/graphrag/{name}"] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "datasette-graphrag tools",
+            "version": "0.1.0",
+            "description": "The graphrag tool contracts over HTTP. The short paths work when "
+            "exactly one graphrag database is served.",
+        },
+        "paths": paths,
+    }
+
+
+async def openapi_view(request, datasette):
+    return Response.json(openapi_document())

@@ -1,0 +1,235 @@
+"""Evidence output per seed 001: mermaid export, ``context.md``, the retrieval log and cache."""
+
+import collections
+import datetime
+import json
+import os
+import pathlib
+import re
+import threading
+import time
+
+import jinja2
+
+TEMPLATES = pathlib.Path(__file__).parent / "templates"
+LOG_NAME = "retrieval-log.jsonl"
+
+
+def _slug(text):
+    return re.sub(r"[^0-9A-Za-z]+", "_", str(text)).strip("_").lower() or "x"
+
+
+def _label(text):
+    return str(text).replace('"', "'")
+
+
+def mermaid(data):
+    """Mermaid ``graph LR`` text for a subgraph, path or hybrid_query result."""
+    lines = ["graph LR"]
+    node_names = {}
+
+    def node(node_id, label):
+        name = node_names.get(node_id)
+        if name is None:
+            kind, _, rest = str(node_id).partition(":")
+            name = f"{kind.lower()}_{_slug(rest or node_id)}"
+            while name in node_names.values():
+                name += "_"
+            node_names[node_id] = name
+            return f'{name}["{_label(label)}"]'
+        return name
+
+    nodes = data.get("nodes") or data.get("path")
+    if nodes is not None:  # subgraph or path
+        labels = {}
+        for n in nodes:
+            title = n.get("title") or str(n["id"]).split(":", 1)[-1]
+            labels[n["id"]] = f"{n['label']}｜{title}"
+        structural = [e for e in data["edges"] if e["type"] in ("MENTIONS", "PART_OF", "HAS_CHUNK")]
+        related = [e for e in data["edges"] if e not in structural]
+        if structural:
+            lines.append("  %% Docs and chunks")
+            for e in structural:
+                lines.append(
+                    f"  {node(e['source'], labels.get(e['source'], e['source']))} --> "
+                    f"{node(e['target'], labels.get(e['target'], e['target']))}"
+                )
+        if related:
+            lines.append("  %% Entity relations")
+            for e in related:
+                weight = f" ({e['weight']:.2f})" if e.get("weight") is not None else ""
+                lines.append(
+                    f"  {node(e['source'], labels.get(e['source'], e['source']))} -. "
+                    f"{e['type']}{weight} .-> {node(e['target'], labels.get(e['target'], e['target']))}"
+                )
+        for n in nodes:
+            if n["id"] not in node_names:
+                lines.append(f"  {node(n['id'], labels[n['id']])}")
+        categories = [n for n in nodes if n.get("label") == "Doc" and n.get("tags")]
+        if categories:
+            lines.append("  %% Categories and tags")
+            for n in categories:
+                for tag in n["tags"]:
+                    lines.append(f"  {node(n['id'], labels[n['id']])} --> {node('Tag:' + tag, 'Tag｜' + tag)}")
+        return "\n".join(lines) + "\n"
+    # hybrid_query result
+    entities = {e["id"]: e for e in data.get("entities", [])}
+    if data.get("chunks"):
+        lines.append("  %% Docs and chunks")
+    for chunk in data.get("chunks", []):
+        doc_label = f"Doc｜{chunk.get('title') or pathlib.Path(chunk['path']).name}"
+        doc = node(f"Doc:{chunk['doc_id']}", doc_label)
+        lines.append(f"  {doc} --> {node('Chunk:' + str(chunk['id']), 'Chunk#' + str(chunk['id']))}")
+        for entity_id in chunk.get("entity_ids", []):
+            if entity_id in entities:
+                lines.append(
+                    f"  {node('Chunk:' + str(chunk['id']), '')} --> "
+                    f"{node('Entity:' + str(entity_id), 'Entity｜' + entities[entity_id]['name'])}"
+                )
+    if data.get("edges"):
+        lines.append("  %% Entity relations")
+    for e in data.get("edges", []):
+        src = entities.get(e["src"], {"name": str(e["src"])})
+        dst = entities.get(e["dst"], {"name": str(e["dst"])})
+        weight = f" ({e['weight']:.2f})" if e.get("weight") is not None else ""
+        lines.append(
+            f"  {node('Entity:' + str(e['src']), 'Entity｜' + src['name'])} -. {e['rel']}{weight} .-> "
+            f"{node('Entity:' + str(e['dst']), 'Entity｜' + dst['name'])}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_context(db, q=None, entity_names=None, limit=5):
+    """Seed 001's ``context.md``: query entities, key subgraph, evidence paths, top documents."""
+    from . import graph
+    from .tools import call_tool
+
+    entity_names = list(entity_names or [])
+    if q and not entity_names:
+        result = call_tool(db, "hybrid_query", {"q": q, "k": 10})
+        entity_names = [e["name"] for e in result["entities"][:5]]
+    sub = (
+        graph.subgraph(db, entity_names=entity_names, max_hops=1, limit=30)
+        if entity_names
+        else {"nodes": [], "edges": []}
+    )
+    top = graph.topn(db, entity_names=entity_names, limit=limit)["items"]
+    dates = sorted(item["updated_at"][:10] for item in top if item["updated_at"])
+    time_range = f"{dates[0]} – {dates[-1]}" if dates else "unknown"
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), keep_trailing_newline=True, trim_blocks=True
+    )
+    return environment.get_template("context.md.j2").render(
+        query=q,
+        entity_names=entity_names,
+        doc_titles=[item["title"] or item["path"] for item in top],
+        time_range=time_range,
+        mermaid_graph=mermaid(sub).rstrip("\n"),
+        edges=[e for e in sub["edges"] if e["type"] != "MENTIONS"],
+        top_docs=top,
+        limit=limit,
+    )
+
+
+def database_file(db):
+    """Path of the main database file, or None for an in-memory database."""
+    for _, name, file in db.execute("pragma database_list").fetchall():
+        if name == "main":
+            return file or None
+    return None
+
+
+def retrieval_log_path(db):
+    """Where retrievals are logged: the ``retrieval_log`` setting, else beside the database."""
+    from .schema import get_setting
+
+    configured = get_setting(db, "retrieval_log", "default")
+    if configured is None:
+        return None
+    if configured != "default":
+        return pathlib.Path(configured)
+    file = database_file(db)
+    if file is None:
+        return None
+    return pathlib.Path(file).parent / "data" / "graphrag" / LOG_NAME
+
+
+_log_lock = threading.Lock()
+
+
+def log_retrieval(db, query, result_count, latency_ms, cache_hit):
+    path = retrieval_log_path(db)
+    if path is None:
+        return
+    line = json.dumps(
+        {
+            "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "query": query,
+            "result_count": result_count,
+            "latency_ms": round(latency_ms, 3),
+            "cache_hit": cache_hit,
+        },
+        ensure_ascii=False,
+    )
+    with _log_lock:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf8") as fp:
+            fp.write(line + "\n")
+
+
+def database_stamp(db):
+    """Changes whenever the database file changes: any commit touches the file or its WAL."""
+    file = database_file(db)
+    if file is None:
+        return None
+    stamp = []
+    for suffix in ("", "-wal"):
+        try:
+            st = os.stat(file + suffix)
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            stamp.append(None)
+    return (file, tuple(stamp))
+
+
+class ResultCache:
+    """A small LRU cache of tool results keyed on the database's state and the arguments."""
+
+    def __init__(self, size=256):
+        self.size = size
+        self._items = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_compute(self, db, key, compute):
+        """Return ``(result, cache_hit)``."""
+        stamp = database_stamp(db)
+        if stamp is None:
+            return compute(), False
+        full_key = (stamp, key)
+        with self._lock:
+            if full_key in self._items:
+                self._items.move_to_end(full_key)
+                return self._items[full_key], True
+        result = compute()
+        with self._lock:
+            self._items[full_key] = result
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return result, False
+
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+
+
+cache = ResultCache()
+
+
+def logged_retrieval(db, arguments, compute):
+    """Run a retrieval through the cache and append a line to the retrieval log."""
+    start = time.perf_counter()
+    key = json.dumps(arguments, sort_keys=True)
+    result, hit = cache.get_or_compute(db, key, compute)
+    latency = (time.perf_counter() - start) * 1000
+    log_retrieval(db, arguments.get("q"), len(result.get("chunks", [])), latency, hit)
+    return json.loads(json.dumps(result)) if hit else result
