@@ -1,3 +1,4 @@
+import pathlib
 import sys
 
 import pytest
@@ -26,4 +27,21 @@ def user_path(tmp_path_factory, monkeypatch):
     """An empty llm user directory, so tests never touch the real one."""
     path = tmp_path_factory.mktemp("llm-user")
     monkeypatch.setenv("LLM_USER_PATH", str(path))
+    return path
+
+
+SAMPLE_CORPUS = pathlib.Path(__file__).parent.parent / "sample-corpus"
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory):
+    """The bundled sample corpus ingested with the full pipeline (read-only for tests)."""
+    from llm_graphrag.db import open_database
+    from llm_graphrag.ingest import ingest_docs
+
+    path = tmp_path_factory.mktemp("sample") / "graphrag.db"
+    db = open_database(path)
+    result = ingest_docs(db, [str(SAMPLE_CORPUS)])
+    assert result.errors == []
+    db.close()
     return path
