@@ -1,5 +1,6 @@
 """Datasette plugin for graphrag databases: extensions, SQL functions, endpoints, MCP."""
 
+import copy
 import pathlib
 from functools import lru_cache
 
@@ -38,18 +39,20 @@ def get_metadata(datasette, key, database, table):
     names = getattr(datasette, "_graphrag_databases", ())
     if not names:
         return None
-    return {"databases": {name: graphrag_metadata() for name in names}}
+    # A copy per database: Datasette merges local metadata into what this returns
+    return {"databases": {name: copy.deepcopy(graphrag_metadata()) for name in names}}
 
 
 @hookimpl
 def register_routes():
     from .pages import page_routes
 
-    return [
+    # Pages first: Datasette takes the first match, and "explore" also fits <tool>
+    return page_routes() + [
         (r"^/-/graphrag/openapi\.json$", endpoints.openapi_view),
         (r"^/(?P<database>[^/]+)/-/graphrag/(?P<tool>[a-z_]+)$", endpoints.tool_view),
         (r"^/-/graphrag/(?P<tool>[a-z_]+)$", endpoints.tool_view),
-    ] + page_routes()
+    ]
 
 
 @hookimpl

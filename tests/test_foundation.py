@@ -127,12 +127,13 @@ def test_embed_multi_fills_vec0_index_and_knn_finds_neighbour(tmp_path, corpus, 
     query = get_embedder("graphrag").encode([LAKE])[0].astype("<f4").tobytes()
     rows = db.execute(
         """
-        select chunks.content from chunk_vec join chunks on chunks.id = chunk_vec.chunk_id
+        select docs.path from chunk_vec join chunks on chunks.id = chunk_vec.chunk_id
+        join docs on docs.id = chunks.doc_id
         where embedding match ? and k = 3 order by distance
         """,
         [query],
     ).fetchall()
-    assert [row[0] for row in rows][:2] == [LAKE, LAKE_NEIGHBOUR]
+    assert [row[0].rsplit("/", 1)[1] for row in rows] == ["lake.md", "reservoir.txt", "budget.md"]
 
 
 def test_ingest_then_reingest_changes_nothing(tmp_path, corpus, user_path):
@@ -160,7 +161,7 @@ def test_changed_file_replaces_rows_and_prune_removes_missing(tmp_path, corpus, 
     assert (result["ingested"], result["skipped"], result["pruned"]) == (1, 1, 1)
     db = open_database(path)
     contents = [row[0] for row in db.execute("select content from chunks order by doc_id")]
-    assert contents == [LAKE, "The annual budget now includes hardware."]
+    assert contents == ["# Budget\n\nThe annual budget now includes hardware.", f"# Lakes\n\n{LAKE}"]
     assert db.execute("select count(*) from chunk_vec").fetchone()[0] == 2
     assert db.execute("select count(*) from embeddings").fetchone()[0] == db.execute(
         "select count(*) from chunk_vec"
@@ -195,7 +196,7 @@ def test_bad_file_keeps_what_was_stored(tmp_path, corpus, user_path):
     data = json.loads(run(["graphrag", "ingest", str(corpus), "-d", path, "--json"]).output)
     assert [e["path"].rsplit("/", 1)[1] for e in data["errors"]] == ["lake.md"]
     db = open_database(path)
-    assert LAKE in [row[0] for row in db.execute("select content from chunks")]
+    assert f"# Lakes\n\n{LAKE}" in [row[0] for row in db.execute("select content from chunks")]
 
 
 def test_schema_version_counts_applied_migrations(tmp_path):

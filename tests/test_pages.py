@@ -1,0 +1,566 @@
+"""The entity page, the graph explorer and the row-page links, in Datasette and in Chromium."""
+
+import json
+import re
+import socket
+import threading
+import time
+
+import pytest
+import pytest_asyncio
+import sqlite_utils
+import uvicorn
+from datasette.app import Datasette
+from datasette.database import Database
+from markupsafe import Markup
+from playwright.sync_api import sync_playwright
+
+import datasette_graphrag
+from datasette_graphrag.links import render_link
+from datasette_graphrag.pages import entity_page, explore_page
+from llm_graphrag.db import open_database
+from llm_graphrag.graph import norm
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+DEFINITION = "The largest lake in Western Europe, shared by Switzerland and France."
+CHUNK_1 = "Lake Geneva is a lake on the Rhône river between Switzerland and France."
+CHUNK_2 = "The Rhône flows out of Lake Geneva at Geneva."
+CHUNK_3 = "The Grande Dixence dam in Switzerland stores water for hydropower."
+
+
+def build_graph_database(path):
+    """Two documents, three chunks, five entities, their mentions and four relations."""
+    db = open_database(path)
+    db["docs"].insert_all(
+        [
+            {"id": 1, "path": "/corpus/lakes.md", "title": "Lakes", "mtime_ms": 1700000000000, "meta": "{}"},
+            {"id": 2, "path": "/corpus/dams.md", "title": "Dams", "mtime_ms": 1700000500000, "meta": "{}"},
+        ]
+    )
+    db["chunks"].insert_all(
+        [
+            {"id": 1, "doc_id": 1, "seq": 0, "section": "Lakes", "content": CHUNK_1},
+            {"id": 2, "doc_id": 1, "seq": 1, "section": "Rivers", "content": CHUNK_2},
+            {"id": 3, "doc_id": 2, "seq": 0, "section": "Dams", "content": CHUNK_3},
+        ]
+    )
+    entities = [
+        (1, "Lake Geneva", "place", ["Lac Léman", "Lake Leman"], DEFINITION, 3),
+        (2, "Rhône", "river", ["Rhone"], None, 2),
+        (3, "Switzerland", "country", [], None, 2),
+        (4, "Geneva", "city", [], None, 1),
+        (5, "Grande Dixence", "dam", [], None, 1),
+    ]
+    db["entities"].insert_all(
+        {
+            "id": id,
+            "name": name,
+            "norm": norm(name),
+            "type": type,
+            "aliases": json.dumps(aliases, ensure_ascii=False),
+            "description": description,
+            "popularity": popularity,
+        }
+        for id, name, type, aliases, description, popularity in entities
+    )
+    mentions = [
+        (1, 1, 1, "Lake Geneva", 0.97, "Lake Geneva is a lake on the Rhône river"),
+        (1, 1, 2, "Lake Geneva", 0.88, None),
+        (2, 1, 1, "Rhône", 0.9, None),
+        (2, 1, 2, "Rhône", 0.93, None),
+        (3, 1, 1, "Switzerland", 0.95, None),
+        (4, 1, 2, "Geneva", 0.8, None),
+        (5, 2, 3, "Grande Dixence", 0.99, None),
+        (3, 2, 3, "Switzerland", 0.9, None),
+    ]
+    db["mentions"].insert_all(
+        {"entity_id": e, "doc_id": d, "chunk_id": c, "surface": s, "link_score": l, "snippet": snippet}
+        for e, d, c, s, l, snippet in mentions
+    )
+    relations = [
+        (1, 2, 1, "FLOWS_THROUGH", 1.0, 0.9, "The Rhône flows through Lake Geneva.", 2),
+        (2, 1, 3, "LOCATED_IN", 1.0, 0.8, "Lake Geneva lies partly in Switzerland.", 1),
+        (3, 4, 1, "ON_SHORE_OF", 0.5, 0.7, "Geneva lies on Lake Geneva.", 2),
+        (4, 5, 3, "LOCATED_IN", 1.0, 0.95, "Grande Dixence is in Switzerland.", 3),
+    ]
+    db["relations"].insert_all(
+        {"id": id, "src_id": s, "dst_id": d, "rel": rel, "weight": w, "confidence": c, "fact": fact, "chunk_id": chunk}
+        for id, s, d, rel, w, c, fact, chunk in relations
+    )
+    db.close()
+    return path
+
+
+@pytest.fixture
+def lakes_db(tmp_path):
+    return build_graph_database(tmp_path / "lakes.db")
+
+
+@pytest_asyncio.fixture
+async def ds(lakes_db):
+    datasette = Datasette([str(lakes_db)])
+    await datasette.invoke_startup()
+    return datasette
+
+
+def error_message(html):
+    """The message in Datasette's error page."""
+    match = re.search(r'<div style="padding: 1em; margin: 1em 0; border: 3px solid red;">(.*?)</div>', html, re.S)
+    return match.group(1) if match else None
+
+
+def page_config(html):
+    match = re.search(r'<script type="application/json" id="graphrag-config">(.*?)</script>', html, re.S)
+    return json.loads(match.group(1))
+
+
+LINKS = {
+    "entity": "/lakes/-/graphrag/entity/",
+    "explore": "/lakes/-/graphrag/explore",
+    "api": "/lakes/-/graphrag/",
+    "rows": {"docs": "/lakes/docs/", "chunks": "/lakes/chunks/", "entities": "/lakes/entities/"},
+    "database": "lakes",
+}
+
+
+# Through Datasette's test client ------------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path,title",
+    [
+        ("/lakes/-/graphrag/entity/1", "<title>Lake Geneva (place): lakes</title>"),
+        ("/lakes/-/graphrag/explore", "<title>Graph explorer: lakes</title>"),
+    ],
+)
+async def test_pages_render(ds, path, title):
+    response = await ds.client.get(path)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert title in response.text
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path,message",
+    [
+        ("/lakes/-/graphrag/entity/99", "No entity with id 99: use entity_lookup to find ids"),
+        ("/nope/-/graphrag/entity/1", "Database &#39;nope&#39; not found"),
+        ("/nope/-/graphrag/explore", "Database &#39;nope&#39; not found"),
+        ("/lakes/-/graphrag/explore?entity=99", "Entity 99 not found"),
+        ("/lakes/-/graphrag/explore?chunk=99", "Chunk 99 not found"),
+        ("/lakes/-/graphrag/explore?doc=99", "Document 99 not found"),
+    ],
+)
+async def test_missing_things_are_404_pages(ds, path, message):
+    response = await ds.client.get(path)
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert error_message(response.text) == message
+
+
+@pytest.fixture
+def contain_metadata_leaks():
+    yield
+    # The plugin caches its metadata; drop the cache so a leak cannot reach other tests
+    datasette_graphrag.graphrag_metadata.cache_clear()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/{}/-/graphrag/entity/1", "/{}/-/graphrag/explore"])
+async def test_pages_obey_database_permissions(lakes_db, tmp_path, path, contain_metadata_leaks):
+    other = tmp_path / "other.db"
+    other.write_bytes(lakes_db.read_bytes())
+    metadata = {"databases": {"lakes": {"allow": {"id": "root"}}}}
+    datasette = Datasette([str(lakes_db), str(other)], metadata=metadata)
+    await datasette.invoke_startup()
+    response = await datasette.client.get(path.format("lakes"))
+    assert response.status_code == 403
+    assert error_message(response.text) == "Not allowed to view database &#39;lakes&#39;"
+    cookies = {"ds_actor": datasette.sign({"a": {"id": "root"}}, "actor")}
+    assert (await datasette.client.get(path.format("lakes"), cookies=cookies)).status_code == 200
+    # Neither another database nor another Datasette inherits the restriction
+    assert (await datasette.client.get(path.format("other"))).status_code == 200
+    unrestricted = Datasette([str(lakes_db)])
+    await unrestricted.invoke_startup()
+    assert (await unrestricted.client.get(path.format("lakes"))).status_code == 200
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/lakes/-/graphrag/entity/1", "/lakes/-/graphrag/explore"])
+async def test_pages_obey_instance_permissions(lakes_db, path):
+    datasette = Datasette([str(lakes_db)], metadata={"allow": {"id": "root"}})
+    await datasette.invoke_startup()
+    response = await datasette.client.get(path)
+    assert response.status_code == 403
+    assert error_message(response.text) == "You do not have permission to view this instance"
+    cookies = {"ds_actor": datasette.sign({"a": {"id": "root"}}, "actor")}
+    assert (await datasette.client.get(path, cookies=cookies)).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_explorer_is_404_for_a_database_without_graphrag(ds, tmp_path):
+    sqlite_utils.Database(tmp_path / "plain.db")["t"].insert({"id": 1})
+    ds.add_database(Database(ds, path=str(tmp_path / "plain.db")), name="plain")
+    response = await ds.client.get("/plain/-/graphrag/explore")
+    assert response.status_code == 404
+    assert error_message(response.text) == (
+        "Database &#39;plain&#39; is not a graphrag database: create one with &#39;llm graphrag init&#39;"
+    )
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "query,seed,notice",
+    [
+        ("", None, ""),
+        ("?entity=3", {"kind": "entity", "entity": {"id": 3, "name": "Switzerland", "type": "country"}}, ""),
+        ("?entity=lake+geneva", {"kind": "entity", "entity": {"id": 1, "name": "Lake Geneva", "type": "place"}}, ""),
+        ("?entity=zzzz", None, "No entity matches &#34;zzzz&#34;"),
+        ("?doc=2", {"kind": "doc", "doc": {"id": 2, "title": "Dams", "path": "/corpus/dams.md"}}, ""),
+        (
+            "?chunk=2",
+            {
+                "kind": "chunk",
+                "chunk": {
+                    "id": 2, "seq": 1, "section": "Rivers", "snippet": CHUNK_2,
+                    "doc_id": 1, "title": "Lakes", "path": "/corpus/lakes.md",
+                },
+                "entities": [
+                    {"id": 1, "name": "Lake Geneva", "type": "place", "mentions": 1},
+                    {"id": 2, "name": "Rhône", "type": "river", "mentions": 1},
+                    {"id": 4, "name": "Geneva", "type": "city", "mentions": 1},
+                ],
+            },
+            "",
+        ),
+    ],
+)
+async def test_explorer_preselects_from_the_query_string(ds, query, seed, notice):
+    response = await ds.client.get("/lakes/-/graphrag/explore" + query)
+    assert response.status_code == 200
+    assert page_config(response.text) == dict(LINKS, seed=seed)
+    status = re.search(r'<p id="graphrag-status"[^>]*>(.*?)</p>', response.text).group(1)
+    assert status == notice
+
+
+@pytest.mark.asyncio
+async def test_links_honour_base_url(lakes_db):
+    datasette = Datasette([str(lakes_db)], settings={"base_url": "/prefix/"})
+    await datasette.invoke_startup()
+    html = (await datasette.client.get("/lakes/-/graphrag/explore")).text
+    assert page_config(html) == {
+        "entity": "/prefix/lakes/-/graphrag/entity/",
+        "explore": "/prefix/lakes/-/graphrag/explore",
+        "api": "/prefix/lakes/-/graphrag/",
+        "rows": {"docs": "/prefix/lakes/docs/", "chunks": "/prefix/lakes/chunks/", "entities": "/prefix/lakes/entities/"},
+        "database": "lakes",
+        "seed": None,
+    }
+    assert '<script src="/prefix/-/static-plugins/datasette_graphrag/graphrag-explorer.js" defer>' in html
+    assert render_link(datasette, "lakes", "docs", "id", 2, None) == Markup(
+        '2 · <a class="graphrag-link" href="/prefix/lakes/-/graphrag/explore?doc=2">explore graph</a>'
+    )
+
+
+def test_plugin_routes_reach_the_pages():
+    # Datasette takes the first matching route: the pages must precede /-/graphrag/<tool>
+    for path, view in (
+        ("/lakes/-/graphrag/explore", explore_page),
+        ("/lakes/-/graphrag/entity/1", entity_page),
+    ):
+        first = next(v for regex, v in datasette_graphrag.register_routes() if re.match(regex, path))
+        assert first is view, path
+
+
+@pytest.mark.asyncio
+async def test_explorer_assets_are_served(ds):
+    html = (await ds.client.get("/lakes/-/graphrag/explore")).text
+    for name, kind in (("graphrag-explorer.js", "text/javascript"), ("graphrag-explorer.css", "text/css")):
+        url = f"/-/static-plugins/datasette_graphrag/{name}"
+        assert url in html
+        response = await ds.client.get(url)
+        assert response.status_code == 200
+        assert response.headers["content-type"].split(";")[0] == kind
+
+
+@pytest.mark.asyncio
+async def test_render_link_for_graphrag_columns(ds):
+    def link(table, column, value):
+        return render_link(ds, "lakes", table, column, value, None)
+
+    entity = '<a class="graphrag-link" href="/lakes/-/graphrag/entity/{0}" title="GraphRAG entity page">{1}</a>'
+    labelled = '{0} · <a class="graphrag-link" href="/lakes/-/graphrag/{1}">{2}</a>'
+    assert link("entities", "id", 1) == Markup(labelled.format(1, "entity/1", "entity page"))
+    assert link("mentions", "entity_id", 4) == Markup(entity.format(4, 4))
+    assert link("relations", "src_id", {"value": 2, "label": "Rhône"}) == Markup(
+        entity.format(2, "Rhône") + "&nbsp;<em>2</em>"
+    )
+    assert link("relations", "dst_id", {"value": 5, "label": "<b>"}) == Markup(
+        entity.format(5, "&lt;b&gt;") + "&nbsp;<em>5</em>"
+    )
+    assert link("chunks", "id", 2) == Markup(labelled.format(2, "explore?chunk=2", "explore graph"))
+    assert link("docs", "id", 1) == Markup(labelled.format(1, "explore?doc=1", "explore graph"))
+    assert link("mentions", "entity_id", None) is None
+    assert link("chunks", "content", "text") is None
+    assert link("entities", "name", "Geneva") is None
+    assert render_link(ds, "other", "entities", "id", 1, None) is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path,cell",
+    [
+        (
+            "/lakes/entities/1",
+            '<td class="col-id type-int">1 · <a class="graphrag-link" href="/lakes/-/graphrag/entity/1">'
+            "entity page</a></td>",
+        ),
+        (
+            "/lakes/chunks/2",
+            '<td class="col-id type-int">2 · <a class="graphrag-link" href="/lakes/-/graphrag/explore?chunk=2">'
+            "explore graph</a></td>",
+        ),
+        (
+            "/lakes/docs/1",
+            '<td class="col-id type-int">1 · <a class="graphrag-link" href="/lakes/-/graphrag/explore?doc=1">'
+            "explore graph</a></td>",
+        ),
+        (
+            "/lakes/relations/4",
+            '<td class="col-src_id type-int"><a class="graphrag-link" href="/lakes/-/graphrag/entity/5" '
+            'title="GraphRAG entity page">5</a></td>',
+        ),
+        (
+            "/lakes/relations?id=4",
+            '<td class="col-src_id type-dict"><a class="graphrag-link" href="/lakes/-/graphrag/entity/5" '
+            'title="GraphRAG entity page">Grande Dixence</a>&nbsp;<em>5</em></td>',
+        ),
+    ],
+)
+async def test_datasette_pages_link_to_graphrag_pages(ds, path, cell):
+    response = await ds.client.get(path)
+    assert response.status_code == 200
+    assert cell in response.text
+
+
+# In Chromium against a served Datasette --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """Datasette on a free 127.0.0.1 port, served by uvicorn in a thread."""
+    path = build_graph_database(tmp_path_factory.mktemp("served") / "lakes.db")
+    datasette = Datasette([str(path)])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    uvicorn_server = uvicorn.Server(
+        uvicorn.Config(datasette.app(), log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=uvicorn_server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uvicorn_server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "Datasette did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    uvicorn_server.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert errors == []
+
+
+def table_rows(page, selector):
+    return [
+        [cell.inner_text() for cell in row.locator("td").all()]
+        for row in page.locator(f"{selector} tbody tr").all()
+    ]
+
+
+def node_labels(page):
+    return sorted(page.locator("#graphrag-graph .graphrag-node").evaluate_all("ns => ns.map(n => n.getAttribute('aria-label'))"))
+
+
+def wait_for_nodes(page, count):
+    page.wait_for_function(f"document.querySelectorAll('#graphrag-graph .graphrag-node').length === {count}")
+
+
+def test_entity_page_in_chromium(server, page):
+    page.goto(f"{server}/lakes/-/graphrag/entity/1")
+    assert page.title() == "Lake Geneva (place): lakes"
+    assert page.locator("h1").inner_text() == "Lake Geneva place"
+    assert page.locator(".graphrag-definition").inner_text() == DEFINITION
+    assert page.locator(".graphrag-aliases li").all_inner_texts() == ["Lac Léman", "Lake Leman"]
+    assert table_rows(page, ".graphrag-relations") == [
+        ["Rhône", "FLOWS_THROUGH", "Lake Geneva", "The Rhône flows through Lake Geneva.", "0.90", "1.00"],
+        ["Lake Geneva", "LOCATED_IN", "Switzerland", "Lake Geneva lies partly in Switzerland.", "0.80", "1.00"],
+        ["Geneva", "ON_SHORE_OF", "Lake Geneva", "Geneva lies on Lake Geneva.", "0.70", "0.50"],
+    ]
+    assert table_rows(page, ".graphrag-sources") == [
+        ["/corpus/lakes.md", "chunk 1", "Lake Geneva is a lake on the Rhône river", "0.97", "1"],
+        ["/corpus/lakes.md", "chunk 2", CHUNK_2, "0.88", "1"],
+    ]
+    # A related entity links to its own page, a source to Datasette's chunk row
+    page.locator(".graphrag-relations a", has_text="Switzerland").click()
+    page.wait_for_url(f"{server}/lakes/-/graphrag/entity/3")
+    assert table_rows(page, ".graphrag-relations") == [
+        ["Grande Dixence", "LOCATED_IN", "Switzerland", "Grande Dixence is in Switzerland.", "0.95", "1.00"],
+        ["Lake Geneva", "LOCATED_IN", "Switzerland", "Lake Geneva lies partly in Switzerland.", "0.80", "1.00"],
+    ]
+    assert page.locator(".graphrag-definition").inner_text() == CHUNK_1
+    assert page.locator(".graphrag-aliases").count() == 0
+    page.locator(".graphrag-sources a", has_text="chunk 3").click()
+    page.wait_for_url(f"{server}/lakes/chunks/3")
+    assert page.locator("h1").inner_text() == "chunks: 3"
+    assert page.locator("td.col-content").inner_text() == CHUNK_3
+
+
+def test_explorer_search_expand_and_follow_a_chunk(server, page):
+    page.goto(f"{server}/lakes/-/graphrag/explore")
+    assert node_labels(page) == []
+    page.locator("#graphrag-search").fill("lake gen")
+    page.wait_for_selector(".graphrag-result")
+    assert page.locator(".graphrag-result").evaluate_all(
+        "bs => bs.map(b => [b.dataset.entityId, b.textContent])"
+    ) == [["1", "Lake Geneva place"], ["4", "Geneva city"]]
+    page.locator('.graphrag-result[data-entity-id="1"]').click()
+
+    # Its neighbours become SVG nodes, typed through subgraph, joined by typed edges
+    wait_for_nodes(page, 4)
+    page.wait_for_selector('.graphrag-node[data-entity-id="3"][data-type="country"]')
+    assert node_labels(page) == ["Geneva", "Lake Geneva", "Rhône", "Switzerland"]
+    assert page.locator(".graphrag-node.graphrag-selected").get_attribute("aria-label") == "Lake Geneva"
+    assert sorted(
+        page.locator(".graphrag-edge").evaluate_all(
+            "es => es.map(e => [e.dataset.source, e.dataset.type, e.dataset.target])"
+        )
+    ) == [
+        ["entity:1", "LOCATED_IN", "entity:3"],
+        ["entity:2", "FLOWS_THROUGH", "entity:1"],
+        ["entity:4", "ON_SHORE_OF", "entity:1"],
+    ]
+    assert page.locator("#graphrag-panel h2").inner_text() == "Lake Geneva place"
+    assert page.locator("#graphrag-panel .graphrag-definition").inner_text() == DEFINITION
+    assert page.locator(".graphrag-aliases-line").inner_text() == "Also known as: Lac Léman, Lake Leman"
+    assert page.locator(".graphrag-panel-relations li").all_inner_texts() == [
+        "Rhône FLOWS_THROUGH Lake Geneva 0.90\nThe Rhône flows through Lake Geneva.",
+        "Lake Geneva LOCATED_IN Switzerland 0.80\nLake Geneva lies partly in Switzerland.",
+        "Geneva ON_SHORE_OF Lake Geneva 0.70\nGeneva lies on Lake Geneva.",
+    ]
+    assert page.url == f"{server}/lakes/-/graphrag/explore?entity=1"
+
+    # Clicking a neighbour node expands it and updates the side panel
+    page.locator('.graphrag-node[data-entity-id="3"] circle').click()
+    page.wait_for_function("document.querySelector('#graphrag-panel h2')?.textContent === 'Switzerland country'")
+    wait_for_nodes(page, 5)
+    assert node_labels(page) == ["Geneva", "Grande Dixence", "Lake Geneva", "Rhône", "Switzerland"]
+    assert page.locator(".graphrag-node.graphrag-selected").get_attribute("aria-label") == "Switzerland"
+    assert page.locator(".graphrag-panel-relations li").all_inner_texts() == [
+        "Grande Dixence LOCATED_IN Switzerland 0.95\nGrande Dixence is in Switzerland.",
+        "Lake Geneva LOCATED_IN Switzerland 0.80\nLake Geneva lies partly in Switzerland.",
+    ]
+    assert page.locator(".graphrag-panel-sources li").all_inner_texts() == [
+        f"/corpus/lakes.md · chunk 1 · 0.95\n{CHUNK_1}",
+        f"/corpus/dams.md · chunk 3 · 0.90\n{CHUNK_3}",
+    ]
+    assert page.locator(".graphrag-panel-sources a").evaluate_all(
+        "as => as.map(a => a.getAttribute('href'))"
+    ) == ["/lakes/docs/1", "/lakes/chunks/1", "/lakes/docs/2", "/lakes/chunks/3"]
+
+    # A relation's entity in the panel selects that node too
+    page.locator(".graphrag-panel-relations .graphrag-entity-button", has_text="Grande Dixence").click()
+    page.wait_for_function("document.querySelector('#graphrag-panel h2')?.textContent === 'Grande Dixence dam'")
+    assert page.locator(".graphrag-node.graphrag-selected").get_attribute("aria-label") == "Grande Dixence"
+
+    # The source chunk link opens Datasette's row page for the chunk
+    page.locator(".graphrag-panel-sources a.graphrag-chunk-link").click()
+    page.wait_for_url(f"{server}/lakes/chunks/3")
+    assert page.locator("h1").inner_text() == "chunks: 3"
+    assert page.locator("td.col-content").inner_text() == CHUNK_3
+
+
+def test_explorer_from_datasette_row_pages(server, page):
+    # The chunk row page links to the explorer preselecting the chunk
+    page.goto(f"{server}/lakes/chunks/2")
+    page.locator("td.col-id a.graphrag-link").click()
+    page.wait_for_url(f"{server}/lakes/-/graphrag/explore?chunk=2")
+    wait_for_nodes(page, 5)
+    assert node_labels(page) == ["Geneva", "Lake Geneva", "Lakes", "Rhône", "chunk 2"]
+    assert page.locator("#graphrag-panel h2").inner_text() == "chunk 2"
+    assert page.locator("#graphrag-panel .graphrag-snippet").inner_text() == CHUNK_2
+    assert page.locator(".graphrag-panel-entities li").all_inner_texts() == [
+        "Lake Geneva place",
+        "Rhône river",
+        "Geneva city",
+    ]
+    page.locator(".graphrag-panel-entities .graphrag-entity-button", has_text="Rhône").click()
+    page.wait_for_function("document.querySelector('#graphrag-panel h2')?.textContent === 'Rhône river'")
+    assert page.locator(".graphrag-panel-relations li").all_inner_texts() == [
+        "Rhône FLOWS_THROUGH Lake Geneva 0.90\nThe Rhône flows through Lake Geneva."
+    ]
+
+    # The document row page opens the document's subgraph
+    page.goto(f"{server}/lakes/docs/1")
+    page.locator("td.col-id a.graphrag-link").click()
+    page.wait_for_url(f"{server}/lakes/-/graphrag/explore?doc=1")
+    wait_for_nodes(page, 5)
+    assert node_labels(page) == ["Geneva", "Lake Geneva", "Lakes", "Rhône", "Switzerland"]
+    assert page.locator("#graphrag-panel h2").inner_text() == "Lakes"
+    assert page.locator(".graphrag-edge[data-type='MENTIONS']").count() == 4
+
+    # The entity row page links to the entity page
+    page.goto(f"{server}/lakes/entities/4")
+    page.locator("td.col-id a.graphrag-link").click()
+    page.wait_for_url(f"{server}/lakes/-/graphrag/entity/4")
+    assert page.locator("h1").inner_text() == "Geneva city"
+
+
+def test_explorer_keyboard_and_clear(server, page):
+    page.goto(f"{server}/lakes/-/graphrag/explore?entity=zzzz")
+    assert page.locator("#graphrag-status").inner_text() == 'No entity matches "zzzz"'
+    assert page.locator("#graphrag-search").input_value() == "zzzz"
+    page.locator("#graphrag-search").fill("switz")
+    page.locator("#graphrag-search").press("Enter")
+    page.wait_for_function("document.querySelector('#graphrag-panel h2')?.textContent === 'Switzerland country'")
+    wait_for_nodes(page, 3)
+    assert node_labels(page) == ["Grande Dixence", "Lake Geneva", "Switzerland"]
+    assert page.locator("#graphrag-search").input_value() == "Switzerland"
+    # Nodes are keyboard-operable buttons
+    page.locator('.graphrag-node[data-entity-id="5"]').focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelector('#graphrag-panel h2')?.textContent === 'Grande Dixence dam'")
+    page.locator("#graphrag-reset").click()
+    assert node_labels(page) == []
+    assert page.locator("#graphrag-panel").inner_text() == "Search for an entity, then click nodes to explore."
+    assert page.url == f"{server}/lakes/-/graphrag/explore"
