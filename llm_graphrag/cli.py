@@ -2,6 +2,7 @@
 
 import functools
 import json
+import pathlib
 import sys
 
 import click
@@ -207,3 +208,300 @@ def models_list():
     for model, aliases in all_models():
         suffix = f" (aliases: {', '.join(aliases)})" if aliases else ""
         click.echo(f"{model.model_id}: {model.path}{suffix}")
+
+
+def run_tool(database, name, arguments):
+    """Call a tool against a database, turning its errors into CLI errors."""
+    from .tools import ToolInputError, ToolNotFound, call_tool
+
+    db = open_database(database, create=False)
+    try:
+        return call_tool(db, name, {k: v for k, v in arguments.items() if v is not None})
+    except (ToolInputError, ToolNotFound) as ex:
+        raise click.ClickException(str(ex))
+
+
+def split_list(value):
+    return [part.strip() for part in value.split(",") if part.strip()] if value else None
+
+
+@graphrag.command()
+@click.argument("text")
+@database_option
+@click.option("-k", type=int, default=10, show_default=True, help="Number of chunks")
+@click.option("--hops", type=int, default=2, show_default=True, help="Graph hops")
+@click.option("--rels", help="Comma-separated relation types to traverse")
+@click.option(
+    "--mode",
+    type=click.Choice(["bm25", "vector", "hybrid", "graph"]),
+    default="graph",
+    show_default=True,
+    help="Retrieval mode: graph is hybrid plus graph expansion",
+)
+@json_option
+@friendly_errors
+def query(text, database, k, hops, rels, mode, as_json):
+    """Hybrid retrieval: vector + full-text + graph, with an explanation per result.
+
+    \b
+    Example usage:
+        llm graphrag query "How do dams create lakes?" -d graphrag.db
+        llm graphrag query "certificate rotation" -k 5 --rels uses,depends_on --json
+    """
+    result = run_tool(
+        database,
+        "hybrid_query",
+        {"q": text, "k": k, "hops": hops, "rels": split_list(rels), "mode": mode},
+    )
+    if as_json:
+        echo_json(result)
+        return
+    for i, (chunk, why) in enumerate(zip(result["chunks"], result["explanations"]), 1):
+        section = f" • {chunk['section']}" if chunk.get("section") else ""
+        click.echo(f"{i}. [{chunk.get('score', 0):.3f}] {chunk['path']}{section}")
+        click.echo(f"   {chunk['snippet']}")
+        click.echo(f"   ({why})")
+    if result["edges"]:
+        names = {e["id"]: e["name"] for e in result["entities"]}
+        click.echo("Edges:")
+        for edge in result["edges"][:20]:
+            click.echo(
+                f"  {names.get(edge['src'], edge['src'])} --{edge['rel']}--> "
+                f"{names.get(edge['dst'], edge['dst'])}"
+            )
+
+
+@graphrag.command()
+@click.argument("text")
+@database_option
+@click.option("--type", "type_", help="Only entities of this type")
+@click.option("-n", "--limit", type=int, default=10, show_default=True)
+@json_option
+@friendly_errors
+def lookup(text, database, type_, limit, as_json):
+    """Find entities by name or alias.
+
+    \b
+    Example usage:
+        llm graphrag lookup tidepool -d graphrag.db
+        llm graphrag lookup "ISO 27001" --type standard --json
+    """
+    result = run_tool(database, "entity_lookup", {"q": text, "type": type_, "limit": limit})
+    if as_json:
+        echo_json(result)
+        return
+    for entity in result["entities"]:
+        aliases = f" (aliases: {', '.join(entity['aliases'])})" if entity["aliases"] else ""
+        click.echo(f"{entity['id']}\t{entity['score']:.2f}\t{entity['type']}\t{entity['name']}{aliases}")
+
+
+@graphrag.command()
+@click.argument("entity")
+@database_option
+@click.option("--hops", type=int, default=1, show_default=True)
+@json_option
+@friendly_errors
+def explain(entity, database, hops, as_json):
+    """Explain an entity (by id or name): definition, aliases, relations, sources.
+
+    \b
+    Example usage:
+        llm graphrag explain tidepool -d graphrag.db
+        llm graphrag explain 42 --hops 2 --json
+    """
+    entity_id = _entity_id(database, entity)
+    result = run_tool(database, "explain_entity", {"entity_id": entity_id, "hops": hops})
+    if as_json:
+        echo_json(result)
+        return
+    e = result["entity"]
+    click.echo(f"{e['name']} ({e['type']}, id {e['id']})")
+    if result["aliases"]:
+        click.echo(f"Aliases: {', '.join(result['aliases'])}")
+    if result["definition"]:
+        click.echo(f"Definition: {result['definition']}")
+    if result["relations"]:
+        click.echo("Relations:")
+        for r in result["relations"]:
+            click.echo(f"  {r['src_name']} --{r['rel']}--> {r['dst_name']}  ({r['confidence']:.2f})")
+    if result["sources"]:
+        click.echo("Sources:")
+        for s in result["sources"]:
+            click.echo(f"  [{s['confidence']:.2f}] {s['path']} (chunk {s['chunk_id']})")
+
+
+def _entity_id(database, entity):
+    if entity.isdigit():
+        return int(entity)
+    found = run_tool(database, "entity_lookup", {"q": entity, "limit": 1})["entities"]
+    if not found:
+        raise click.ClickException(f"No entity matches {entity!r}: try 'llm graphrag lookup'")
+    return found[0]["id"]
+
+
+@graphrag.command()
+@database_option
+@click.option("--doc", "doc_id", help="Document id or path")
+@click.option("-e", "--entity", "entities", multiple=True, help="Entity name (repeatable)")
+@click.option("--hops", type=int, default=2, show_default=True, help="At most 2")
+@click.option("-n", "--limit", type=int, default=30, show_default=True)
+@click.option("--mermaid", "as_mermaid", is_flag=True, help="Print mermaid instead")
+@json_option
+@friendly_errors
+def subgraph(database, doc_id, entities, hops, limit, as_mermaid, as_json):
+    """The subgraph (at most 2 hops) around a document and/or entities.
+
+    \b
+    Example usage:
+        llm graphrag subgraph -e tidepool -e Basin -d graphrag.db
+        llm graphrag subgraph --doc services/basin.md --mermaid
+    """
+    from .evidence import mermaid
+
+    if doc_id is not None and doc_id.isdigit():
+        doc_id = int(doc_id)
+    result = run_tool(
+        database,
+        "subgraph",
+        {"doc_id": doc_id, "entity_names": list(entities) or None, "max_hops": hops, "limit": limit},
+    )
+    if as_mermaid:
+        click.echo(mermaid(result), nl=False)
+    elif as_json:
+        echo_json(result)
+    else:
+        for edge in result["edges"]:
+            click.echo(f"{edge['source']} --{edge['type']}--> {edge['target']}")
+
+
+@graphrag.command()
+@click.argument("source")
+@click.argument("target")
+@database_option
+@click.option("--max-length", type=int, default=4, show_default=True)
+@json_option
+@friendly_errors
+def path(source, target, database, max_length, as_json):
+    """Shortest path between two entities.
+
+    \b
+    Example usage:
+        llm graphrag path ingest-gateway Heron -d graphrag.db
+    """
+    result = run_tool(
+        database,
+        "path",
+        {"source_entity": source, "target_entity": target, "max_length": max_length},
+    )
+    if as_json:
+        echo_json(result)
+        return
+    if not result["path"]:
+        click.echo(f"No path within {max_length} hops")
+        return
+    for edge in result["edges"]:
+        click.echo(f"{edge['source']} --{edge['type']} ({edge['weight']})--> {edge['target']}")
+
+
+@graphrag.command()
+@database_option
+@click.option("-e", "--entity", "entities", multiple=True, help="Entity name (repeatable)")
+@click.option("--category", help="Tag or folder name to favour")
+@click.option("--language", help="Only documents in this language, e.g. en")
+@click.option("-n", "--limit", type=int, default=5, show_default=True)
+@json_option
+@friendly_errors
+def topn(database, entities, category, language, limit, as_json):
+    """Top documents for entities, with the reasons for each.
+
+    \b
+    Example usage:
+        llm graphrag topn -e tidepool -e Basin --category runbooks -d graphrag.db
+    """
+    result = run_tool(
+        database,
+        "topn",
+        {"entity_names": list(entities) or None, "category": category, "language": language, "limit": limit},
+    )
+    if as_json:
+        echo_json(result)
+        return
+    for item in result["items"]:
+        click.echo(f"{item['score']:.3f}  {item['title']}  ({item['path']})")
+        click.echo(f"       {'; '.join(item['reasons'])}")
+
+
+@graphrag.command()
+@click.argument("text", required=False)
+@database_option
+@click.option("-e", "--entity", "entities", multiple=True, help="Entity name (repeatable)")
+@click.option("-k", type=int, default=10, show_default=True)
+@friendly_errors
+def mermaid(text, database, entities, k):
+    """Mermaid graph of a query's results, or of the subgraph around entities.
+
+    \b
+    Example usage:
+        llm graphrag mermaid "How do dams form lakes?" -d graphrag.db
+        llm graphrag mermaid -e tidepool -e Basin
+    """
+    from .evidence import mermaid as to_mermaid
+
+    if entities:
+        data = run_tool(database, "subgraph", {"entity_names": list(entities), "max_hops": 1})
+    elif text:
+        data = run_tool(database, "hybrid_query", {"q": text, "k": k})
+    else:
+        raise click.ClickException("Give a query TEXT or at least one --entity")
+    click.echo(to_mermaid(data), nl=False)
+
+
+@graphrag.command()
+@click.argument("text", required=False)
+@database_option
+@click.option("-e", "--entity", "entities", multiple=True, help="Entity name (repeatable)")
+@click.option("-n", "--limit", type=int, default=5, show_default=True, help="Documents")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file")
+@friendly_errors
+def context(text, database, entities, limit, output):
+    """Render context.md for a query or entities: subgraph, evidence, top documents.
+
+    \b
+    Example usage:
+        llm graphrag context "How do dams form lakes?" -d graphrag.db -o context.md
+    """
+    from .evidence import render_context
+
+    if not text and not entities:
+        raise click.ClickException("Give a query TEXT or at least one --entity")
+    markdown = render_context(
+        open_database(database, create=False), q=text, entity_names=list(entities), limit=limit
+    )
+    if output:
+        pathlib.Path(output).write_text(markdown)
+    else:
+        click.echo(markdown, nl=False)
+
+
+@graphrag.command()
+@database_option
+@click.option("--doc", "docs", multiple=True, type=int, help="Document id (repeatable)")
+@json_option
+@friendly_errors
+def extract(database, docs, as_json):
+    """Extract mentions, link entities and find relations (ingest runs this too).
+
+    Documents already extracted and unchanged are skipped.
+
+    \b
+    Example usage:
+        llm graphrag extract -d graphrag.db
+        llm graphrag extract -d graphrag.db --doc 3 --doc 4
+    """
+    result = run_tool(database, "extract_and_link", {"doc_ids": list(docs) or None})
+    if as_json:
+        echo_json(result)
+    else:
+        click.echo(
+            "{mentions} mentions, {entities_new} new entities, {relations} relations".format(**result)
+        )
