@@ -18,12 +18,14 @@ def norm(text):
 
 
 def traverse(db, root, max_depth, *, direction="both", rels=None, target=None):
-    """Rows ``(id, parent, distance, shortest_path, weight)`` reachable from ``root``.
+    """Rows ``(id, parent, distance, path, weight)`` reachable from ``root``.
+
+    ``path`` is the JSON array of node ids from the root.
 
     Stops at ``max_depth`` hops, or as soon as ``target`` is reached when given.
     """
     sql = [
-        "select id, parent, distance, shortest_path, weight from bfsvtab",
+        "select id, parent, distance, path, weight from bfsvtab",
         "where tablename = 'graph_edges' and fromcolumn = 'src' and tocolumn = 'dst'",
         "and root = :root and max_depth = :max_depth and direction = :direction",
         "and weightcolumn = 'weight'",
@@ -298,7 +300,7 @@ def path(db, source_entity, target_entity, max_length=4):
         rows = traverse(db, source["id"], max_length, target=target["id"])
         if not rows:
             return {"path": [], "edges": [], "meta": meta}
-        node_ids = [int(part) for part in str(rows[0][3]).split("/")]
+        node_ids = json.loads(rows[0][3])
     ids = _NodeIds(db, node_ids)
     entities = {r["id"]: r for r in _rows(db, f"select id, type from entities where id in ({','.join('?' for _ in node_ids)})", node_ids)}
     relations = _relation_rows(db, node_ids)

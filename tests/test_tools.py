@@ -1,0 +1,140 @@
+"""The tool contracts through the CLI, and the evidence output (mermaid, context.md, log, cache)."""
+
+import json
+import shutil
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from llm.cli import cli
+
+from llm_graphrag.db import open_database
+from llm_graphrag.evidence import cache, mermaid, retrieval_log_path
+from llm_graphrag.tools import TOOLS, ToolInputError, call_tool
+
+
+@pytest.fixture
+def db_path(sample_db, tmp_path):
+    """A private copy of the sample database, so tests may write to it."""
+    path = tmp_path / "graphrag.db"
+    shutil.copy(sample_db, path)
+    return path
+
+
+def graphrag(*args):
+    return CliRunner().invoke(cli, ["graphrag", *args], catch_exceptions=False)
+
+
+def test_every_schema_is_valid_and_every_tool_has_both():
+    assert sorted(TOOLS) == sorted(
+        ["ingest_docs", "extract_and_link", "entity_lookup", "hybrid_query", "explain_entity",
+         "status", "subgraph", "path", "topn"]
+    )
+    for tool in TOOLS.values():
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+        jsonschema.Draft202012Validator.check_schema(tool.output_schema)
+        assert tool.description
+
+
+@pytest.mark.parametrize(
+    "args,tool",
+    [
+        (["query", "How do dams create reservoirs?", "-k", "4"], "hybrid_query"),
+        (["lookup", "tidepool"], "entity_lookup"),
+        (["explain", "tidepool"], "explain_entity"),
+        (["subgraph", "-e", "tidepool"], "subgraph"),
+        (["path", "ingest-gateway", "Heron"], "path"),
+        (["topn", "-e", "tidepool"], "topn"),
+        (["status"], "status"),
+    ],
+)
+def test_cli_json_matches_the_contract(db_path, args, tool):
+    result = graphrag(*args, "-d", str(db_path), "--json")
+    assert result.exit_code == 0, result.output
+    jsonschema.validate(json.loads(result.output), TOOLS[tool].output_schema)
+
+
+def test_query_returns_k_chunks_with_provenance(db_path):
+    data = json.loads(graphrag("query", "How do dams create reservoirs?", "-k", "4", "-d", str(db_path), "--json").output)
+    assert len(data["chunks"]) == 4
+    assert len(data["explanations"]) == 4
+    assert data["chunks"][0]["path"].endswith("science/dams-and-reservoirs.md")
+    readable = graphrag("query", "How do dams create reservoirs?", "-k", "2", "-d", str(db_path))
+    assert readable.output.startswith("1. [")
+    assert "science/dams-and-reservoirs.md" in readable.output.splitlines()[0]
+
+
+def test_path_between_services(db_path):
+    data = json.loads(graphrag("path", "ingest-gateway", "tidepool", "-d", str(db_path), "--json").output)
+    assert data["meta"]["length"] == 1
+    assert [n["id"] for n in data["path"]] == ["Entity:ingest-gateway", "Entity:tidepool"]
+
+
+def test_tool_errors_are_clear(db_path):
+    result = graphrag("explain", "999999", "-d", str(db_path))
+    assert result.exit_code == 1
+    assert "No entity with id 999999" in result.output
+    result = graphrag("query", "x", "-k", "0", "-d", str(db_path))
+    assert result.exit_code == 1
+    assert "hybrid_query: k:" in result.output
+    db = open_database(db_path)
+    with pytest.raises(ToolInputError) as excinfo:
+        call_tool(db, "hybrid_query", {"q": "x", "surprise": 1})
+    assert excinfo.value.field == "surprise"
+    with pytest.raises(ToolInputError) as excinfo:
+        call_tool(db, "nope", {})
+    assert excinfo.value.field == "tool"
+
+
+def test_mermaid_follows_the_template():
+    data = {
+        "nodes": [
+            {"id": "Doc:1", "label": "Doc", "title": "GraphRAG intro"},
+            {"id": "Entity:GraphRAG", "label": "Entity", "type": "concept"},
+            {"id": "Entity:Neo4j", "label": "Entity", "type": "product"},
+        ],
+        "edges": [
+            {"source": "Doc:1", "target": "Entity:GraphRAG", "type": "MENTIONS"},
+            {"source": "Entity:GraphRAG", "target": "Entity:Neo4j", "type": "related_to", "weight": 0.73},
+        ],
+    }
+    assert mermaid(data) == (
+        "graph LR\n"
+        "  %% Docs and chunks\n"
+        '  doc_1["Doc｜GraphRAG intro"] --> entity_graphrag["Entity｜GraphRAG"]\n'
+        "  %% Entity relations\n"
+        '  entity_graphrag -. related_to (0.73) .-> entity_neo4j["Entity｜Neo4j"]\n'
+    )
+
+
+def test_context_md(db_path, tmp_path):
+    out = tmp_path / "context.md"
+    result = graphrag("context", "-e", "tidepool", "-d", str(db_path), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert text.startswith("# Background\n- Query: \n- Query entities: tidepool\n")
+    assert "# Key subgraph\n```mermaid\ngraph LR\n" in text
+    assert "# Evidence paths\n- Entity:" in text
+    assert "# Recommended documents (Top 5)\n1. **" in text
+
+
+def test_retrieval_log_and_cache(db_path):
+    db = open_database(db_path)
+    log = retrieval_log_path(db)
+    assert log == db_path.parent / "data" / "graphrag" / "retrieval-log.jsonl"
+    cache.clear()
+    first = call_tool(db, "hybrid_query", {"q": "rotate certificates", "k": 3})
+    second = call_tool(db, "hybrid_query", {"q": "rotate certificates", "k": 3})
+    assert first == second
+    # Any write to the database invalidates the cache
+    db["docs"].update(1, {"title": "Renamed"})
+    db.conn.commit()
+    third = call_tool(db, "hybrid_query", {"q": "rotate certificates", "k": 3})
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(l["query"], l["result_count"], l["cache_hit"]) for l in lines] == [
+        ("rotate certificates", 3, False),
+        ("rotate certificates", 3, True),
+        ("rotate certificates", 3, False),
+    ]
+    assert set(lines[0]) == {"timestamp", "query", "result_count", "latency_ms", "cache_hit"}
+    assert third["chunks"][0]["id"] == first["chunks"][0]["id"]
