@@ -330,49 +330,61 @@ def path(db, source_entity, target_entity, max_length=4):
 
 def topn(db, entity_names=None, category=None, language=None, limit=5):
     """Seed 001's top-N documents: entity salience and relation weight, recency, category."""
-    entity_ids = {}
+    names = {}  # entity id -> the requested name it stands for
     for name in entity_names or []:
-        found = entity_lookup(db, name, limit=1)["entities"]
-        if found:
-            entity_ids[found[0]["id"]] = found[0]["name"]
+        # Every entity spelled like the name counts, whatever type extraction gave it
+        same = [row[0] for row in db.execute("select id from entities where norm = ?", [norm(name)])]
+        if not same:
+            same = [e["id"] for e in entity_lookup(db, name, limit=1)["entities"]]
+        names.update({entity_id: name for entity_id in same})
+    query = {"entity_names": entity_names, "category": category, "language": language}
     docs = _rows(db, "select id, title, path, mtime_ms, meta from docs")
     if not docs:
-        return {"items": [], "query": {"entity_names": entity_names, "category": category, "language": language}}
+        return {"items": [], "query": query}
     newest = max(d["mtime_ms"] or 0 for d in docs)
     oldest = min(d["mtime_ms"] or 0 for d in docs)
-    salience = {}
+    shares = {}  # doc id -> requested name -> share of the document's mentions
     relation_weight = {}
-    if entity_ids:
-        marks = ",".join("?" for _ in entity_ids)
+    if names:
+        marks = ",".join("?" for _ in names)
         for r in _rows(
             db,
-            f"""select doc_id, entity_id, count(*) as n,
+            f"""select doc_id, entity_id,
                        count(*) * 1.0 / (select count(*) from mentions m2 where m2.doc_id = mentions.doc_id) as share
                 from mentions where entity_id in ({marks}) group by doc_id, entity_id""",
-            list(entity_ids),
+            list(names),
         ):
-            salience.setdefault(r["doc_id"], {})[r["entity_id"]] = r["share"]
+            per_doc = shares.setdefault(r["doc_id"], {})
+            name = names[r["entity_id"]]
+            per_doc[name] = per_doc.get(name, 0) + r["share"]
         for r in _rows(
             db,
             f"""select e.doc_id, sum(r.weight * r.confidence) as w from relation_evidence e
                 join relations r on r.id = e.relation_id
                 where r.src_id in ({marks}) or r.dst_id in ({marks}) group by e.doc_id""",
-            list(entity_ids) * 2,
+            list(names) * 2,
         ):
             relation_weight[r["doc_id"]] = r["w"]
+    wanted = list(dict.fromkeys(entity_names or []))
     items = []
     for doc in docs:
         meta = json.loads(doc["meta"] or "{}")
         if language and meta.get("lang") != language:
             continue
-        if entity_ids and doc["id"] not in salience:
+        if wanted and doc["id"] not in shares:
             continue
         reasons = []
         score = 0.0
-        for entity_id, share in sorted(salience.get(doc["id"], {}).items(), key=lambda p: -p[1]):
-            value = min(1.0, 0.3 + share * 3)
-            score += 0.5 * value / len(entity_ids)
-            reasons.append(f"contains entity {entity_ids[entity_id]} (salience {value:.2f})")
+        for name in wanted:
+            share = shares.get(doc["id"], {}).get(name)
+            if share is None:
+                continue
+            if norm(name) and norm(name) in norm(doc["title"] or ""):
+                salience = 1.0
+            else:
+                salience = min(1.0, 0.3 + share * 3)
+            score += 0.5 * salience / len(wanted)
+            reasons.append(f"contains entity {name} (salience {salience:.2f})")
         if doc["id"] in relation_weight:
             w = relation_weight[doc["id"]]
             score += 0.2 * (1 - math.exp(-w))
@@ -387,10 +399,14 @@ def topn(db, entity_names=None, category=None, language=None, limit=5):
                 score += 0.1
                 reasons.append(f"category match {category}")
         items.append(
-            {"doc_id": doc["id"], "title": doc["title"], "path": doc["path"], "updated_at": updated, "score": round(score, 4), "reasons": reasons}
+            {
+                "doc_id": doc["id"],
+                "title": doc["title"],
+                "path": doc["path"],
+                "updated_at": updated,
+                "score": round(score, 4),
+                "reasons": reasons,
+            }
         )
     items.sort(key=lambda item: (-item["score"], item["doc_id"]))
-    return {
-        "items": items[:limit],
-        "query": {"entity_names": entity_names, "category": category, "language": language},
-    }
+    return {"items": items[:limit], "query": query}

@@ -138,3 +138,17 @@ def test_retrieval_log_and_cache(db_path):
     ]
     assert set(lines[0]) == {"timestamp", "query", "result_count", "latency_ms", "cache_hit"}
     assert third["chunks"][0]["id"] == first["chunks"][0]["id"]
+
+
+def test_topn_ranks_by_salience_and_category(db_path):
+    data = json.loads(graphrag("topn", "-e", "tidepool", "-d", str(db_path), "--json").output)
+    first = data["items"][0]
+    assert first["path"].endswith("services/tidepool.md")
+    assert first["reasons"][0] == "contains entity tidepool (salience 1.00)"
+    assert data["query"] == {"entity_names": ["tidepool"], "category": None, "language": None}
+    data = json.loads(
+        graphrag("topn", "-e", "tidepool", "--category", "runbooks", "-d", str(db_path), "--json").output
+    )
+    first = data["items"][0]
+    assert first["path"].endswith("runbooks/tidepool-compaction.rst")
+    assert first["reasons"][-1] == "category match runbooks"
