@@ -255,3 +255,26 @@ def create_vector_triggers(db):
     db.execute(
         f"CREATE TRIGGER embeddings_vec_delete AFTER DELETE ON embeddings BEGIN\n  {delete_body}\nEND"
     )
+
+
+@migrations()
+def m002_extraction(db):
+    """Extraction bookkeeping: which content a document was extracted from, and the
+    salient terms (titles, headings, bold, code) each document adds to the gazetteer."""
+    db.executescript(
+        """
+        ALTER TABLE docs ADD COLUMN extracted_hash TEXT;
+        CREATE TABLE gazetteer_terms (
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          norm TEXT NOT NULL,
+          term TEXT NOT NULL,
+          type TEXT NOT NULL,
+          PRIMARY KEY (doc_id, norm)
+        );
+        CREATE INDEX idx_gazetteer_terms_norm ON gazetteer_terms(norm);
+        -- Seed 004 §6.2: auto-gazetteer, terms by the number of documents using them
+        CREATE VIEW gazetteer AS
+          SELECT norm, min(term) AS term, min(type) AS type, count(*) AS freq
+          FROM gazetteer_terms GROUP BY norm;
+        """
+    )

@@ -1,0 +1,280 @@
+"""Benchmark extraction plus linking: speed on python3.11-doc, quality on the golden set.
+
+    apt-get install -y python3.11-doc      # the corpus: /usr/share/doc/python3.11/html/_sources
+    python bench/bench_extraction.py       # speed and quality
+    python bench/bench_extraction.py --quality-only
+
+Speed: every ``.rst.txt`` source becomes one document, cut into paragraph-aligned chunks of
+about 300 words and written straight into a fresh database (not timed); then
+``extract_and_link`` runs over all of them (timed, median of ``--runs`` fresh databases).
+Quality: the passages under ``tests/golden/`` are extracted in a fresh database and compared
+with their hand annotations (precision, recall and F1 for entities and for relations).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import pathlib
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from llm_graphrag.db import open_database, sqlite3  # noqa: E402
+from llm_graphrag.extract import extract_and_link  # noqa: E402
+from llm_graphrag.extraction import normalize  # noqa: E402
+
+CORPUS = pathlib.Path("/usr/share/doc/python3.11/html/_sources")
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def machine():
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+    }
+
+
+def chunk_text(text, size=300):
+    """Paragraph-aligned chunks of about ``size`` words."""
+    chunks, current, words = [], [], 0
+    for paragraph in text.split("\n\n"):
+        count = len(paragraph.split())
+        if current and words + count > size:
+            chunks.append("\n\n".join(current))
+            current, words = [], 0
+        current.append(paragraph)
+        words += count
+    if current:
+        chunks.append("\n\n".join(current))
+    return chunks
+
+
+def load_corpus(db, files):
+    words = 0
+    with db.atomic():
+        for doc_id, path in enumerate(files, 1):
+            text = path.read_text(errors="replace")
+            title = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("..")), path.stem)
+            db.execute(
+                "insert into docs (id, path, title, hash) values (?, ?, ?, ?)",
+                [doc_id, str(path), title, hashlib.sha256(text.encode()).hexdigest()],
+            )
+            for seq, chunk in enumerate(chunk_text(text)):
+                words += len(chunk.split())
+                db.execute(
+                    "insert into chunks (doc_id, seq, content) values (?, ?, ?)", [doc_id, seq, chunk]
+                )
+    return words
+
+
+def largest_component_share(db):
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for (entity_id,) in db.execute("select id from entities"):
+        find(entity_id)
+    for src, dst in db.execute("select src_id, dst_id from relations"):
+        a, b = find(src), find(dst)
+        if a != b:
+            parent[a] = b
+    sizes = {}
+    for entity_id in list(parent):
+        root = find(entity_id)
+        sizes[root] = sizes.get(root, 0) + 1
+    return max(sizes.values()) / len(parent) if parent else 0.0
+
+
+def bench_speed(runs, limit):
+    files = sorted(CORPUS.rglob("*.rst.txt"))[: limit or None]
+    if not files:
+        sys.exit(f"No corpus at {CORPUS}: apt-get install -y python3.11-doc")
+    timings, cpu = [], []
+    for run in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = open_database(pathlib.Path(tmp) / "bench.db")
+            words = load_corpus(db, files)
+            if run == 0:
+                # Warm the embedding model so its one-off load is not timed.
+                from llm_graphrag.embeddings import embedder_for
+
+                embedder_for(db).encode(["warm up"])
+            start, cpu_start = time.perf_counter(), time.process_time()
+            result = extract_and_link(db)
+            elapsed = time.perf_counter() - start
+            timings.append(elapsed)
+            cpu.append(time.process_time() - cpu_start)
+            if run == runs - 1:
+                counts = {
+                    table: db.execute(f"select count(*) from {table}").fetchone()[0]
+                    for table in ("entities", "mentions", "relations", "relation_evidence")
+                }
+                again = extract_and_link(db)
+                share = largest_component_share(db)
+                by_rel = db.execute(
+                    "select rel, count(*) from relations group by rel order by 2 desc"
+                ).fetchall()
+    median = statistics.median(timings)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    per_k = lambda n: round(n * 1000 / words, 1)  # noqa: E731
+    return {
+        "documents": len(files),
+        "words": words,
+        "runs": runs,
+        "seconds": [round(t, 2) for t in timings],
+        "median_seconds": round(median, 2),
+        "words_per_second": int(words / median),
+        "cpu_seconds": [round(t, 2) for t in cpu],
+        "words_per_cpu_second": int(words / statistics.median(cpu)),
+        "load_average": os.getloadavg()[0],
+        "peak_rss_mb": round(peak_mb, 1),
+        "result": result,
+        "rerun_result": again,
+        "entities_per_1000_words": per_k(counts["entities"]),
+        "relations_per_1000_words": per_k(counts["relations"]),
+        "mentions_per_1000_words": per_k(counts["mentions"]),
+        "evidence_per_1000_words": per_k(counts["relation_evidence"]),
+        "largest_component_share": round(share, 3),
+        "relations_by_type": dict(by_rel),
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Quality on the golden set
+
+
+def load_golden():
+    passages = []
+    for name in ("python_docs.yaml", "science.yaml"):
+        passages.extend(yaml.safe_load((GOLDEN / name).read_text()))
+    return passages
+
+
+def _alternatives(value):
+    return {normalize(v.strip()) for v in value.split("|")}
+
+
+def predict(passages, path):
+    """Extract the passages into a fresh database; per passage, entity norms and relations."""
+    db = open_database(path)
+    with db.atomic():
+        for doc_id, passage in enumerate(passages, 1):
+            db.execute(
+                "insert into docs (id, path, title, hash) values (?, ?, ?, ?)",
+                [doc_id, passage["id"], passage.get("title"), hashlib.sha256(passage["text"].encode()).hexdigest()],
+            )
+            db.execute("insert into chunks (doc_id, seq, content) values (?, 0, ?)", [doc_id, passage["text"]])
+    extract_and_link(db)
+    predictions = {}
+    for doc_id, passage in enumerate(passages, 1):
+        entities = set()
+        steps = {}
+        for entity_id, name, typ, features in db.execute(
+            "select e.id, e.name, e.type, m.features from mentions m join entities e on e.id = m.entity_id "
+            "where m.doc_id = ?", [doc_id]
+        ):
+            features = json.loads(features or "{}")
+            if typ == "step" and "step" in features:
+                steps[entity_id] = normalize(f"step {features['step']}")
+                entities.add(steps[entity_id])
+            else:
+                entities.add(normalize(name))
+        relations = set()
+        for src_id, src, rel, dst_id, dst in db.execute(
+            "select distinct r.src_id, s.name, r.rel, r.dst_id, d.name from relation_evidence ev "
+            "join relations r on r.id = ev.relation_id join entities s on s.id = r.src_id "
+            "join entities d on d.id = r.dst_id where ev.doc_id = ?", [doc_id]
+        ):
+            relations.add((steps.get(src_id, normalize(src)), rel, steps.get(dst_id, normalize(dst))))
+        predictions[passage["id"]] = (entities, relations)
+    return predictions
+
+
+def prf(tp_pred, n_pred, tp_gold, n_gold):
+    p = tp_pred / n_pred if n_pred else 0.0
+    r = tp_gold / n_gold if n_gold else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": round(p, 3), "recall": round(r, 3), "f1": round(f, 3)}
+
+
+def evaluate(passages, predictions):
+    """Micro-averaged P/R/F1: entities by normalized name, relations by (src, rel, dst)."""
+    e_tp_pred = e_pred = e_tp_gold = e_gold = 0
+    r_tp_pred = r_pred = r_tp_gold = r_gold = 0
+    pair_hits = 0
+    for passage in passages:
+        entities, relations = predictions[passage["id"]]
+        gold = [_alternatives(e) for e in passage["entities"]]
+        alts = {}
+        for e in passage["entities"]:
+            for v in e.split("|"):
+                alts[v.strip()] = _alternatives(e)
+        e_pred += len(entities)
+        e_tp_pred += sum(1 for p in entities if any(p in g for g in gold))
+        e_gold += len(gold)
+        e_tp_gold += sum(1 for g in gold if g & entities)
+        typed = {r for r in relations if r[1] not in ("related_to", "same_as")}
+        gold_rel = [(alts[s], rel, alts[d]) for s, rel, d in passage["relations"]]
+        r_pred += len(typed)
+        r_tp_pred += sum(1 for s, rel, d in typed if any(s in gs and rel == grel and d in gd for gs, grel, gd in gold_rel))
+        r_gold += len(gold_rel)
+        r_tp_gold += sum(1 for gs, grel, gd in gold_rel if any(s in gs and rel == grel and d in gd for s, rel, d in typed))
+        pair_hits += sum(
+            1 for gs, _, gd in gold_rel
+            if any((s in gs and d in gd) or (s in gd and d in gs) for s, _, d in relations)
+        )
+    return {
+        "passages": len(passages),
+        "gold_entities": e_gold,
+        "gold_relations": r_gold,
+        "entities": prf(e_tp_pred, e_pred, e_tp_gold, e_gold),
+        "relations": prf(r_tp_pred, r_pred, r_tp_gold, r_gold),
+        "relation_pairs_connected_recall": round(pair_hits / r_gold, 3) if r_gold else 0.0,
+    }
+
+
+def bench_quality():
+    passages = load_golden()
+    with tempfile.TemporaryDirectory() as tmp:
+        predictions = predict(passages, pathlib.Path(tmp) / "golden.db")
+    return evaluate(passages, predictions)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N documents")
+    parser.add_argument("--quality-only", action="store_true")
+    args = parser.parse_args()
+    report = {"machine": machine()}
+    report["quality"] = bench_quality()
+    if not args.quality_only:
+        report["speed"] = bench_speed(args.runs, args.limit)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

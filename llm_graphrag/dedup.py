@@ -1,0 +1,240 @@
+"""Near-duplicate paragraph detection with bottom-k MinHash sketches.
+
+A paragraph becomes the set of its word 3-grams (lower-cased runs of letters and digits,
+so markup and punctuation do not count). Each shingle gets one 40-bit hash; the
+paragraph's sketch is its ``k`` smallest hashes (a bottom-k MinHash). For two paragraphs,
+the share of the ``k`` smallest hashes of the union that appear in both sketches
+estimates the Jaccard similarity of their shingle sets, and is exact when both have at
+most ``k`` shingles, as most paragraphs do.
+
+Candidates come from an index of every pair among each sketch's first ``keys`` hashes
+(a hash of each pair is a key): paragraphs sharing two of them are compared. Two paragraphs with Jaccard similarity J
+miss each other only if fewer than two of the first ``keys`` hashes of their union are
+shared, which is rare for J >= 0.85. Hashing is a few numpy passes over the bytes of a
+whole batch of paragraphs (a document), with no Python work per word. Hashes are
+deterministic, so signatures can be stored and passed back in to seed a later run.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import combinations, repeat
+
+import numpy as np
+
+DEDUP_KINDS = ("paragraph", "list", "quote", "table")
+_SEPARATOR = "\x1e"
+_HASH_BITS = 40
+_HASH_MASK = np.uint64((1 << _HASH_BITS) - 1)
+_PAIR_MIX = 1 << _HASH_BITS
+_WORD_MIX = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
+_BASE = 0x100000001B3  # odd, so it has an inverse modulo 2**64
+_BASE_INVERSE = pow(_BASE, -1, 1 << 64)
+# Bytes that belong to words: ASCII letters and digits, and every byte of UTF-8
+# multi-byte characters (so accented and non-Latin words count as words).
+_WORD_BYTE = np.array([chr(b).isalnum() if b < 128 else True for b in range(256)], dtype=bool)
+_POWERS = {}
+_WORD_RUN = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
+
+
+def _powers(size):
+    """BASE**i and BASE**-i modulo 2**64 for i < size (cached, grown by doubling)."""
+    cached = _POWERS.get("size", 0)
+    if cached < size:
+        size = max(size, 2 * cached, 1 << 16)
+        forward = np.full(size, _BASE, dtype=np.uint64)
+        forward[0] = 1
+        backward = np.full(size, _BASE_INVERSE, dtype=np.uint64)
+        backward[0] = 1
+        _POWERS.update(size=size, forward=np.cumprod(forward), backward=np.cumprod(backward))
+    return _POWERS["forward"], _POWERS["backward"]
+
+
+def _mix(x):
+    """A fixed 64-bit mixing function (splitmix64's finalizer) over a uint64 array."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def similarity(a, b, k=64) -> float:
+    """Bottom-k estimate of the Jaccard similarity of two sketches (sequences of hashes)."""
+    set_a, set_b = set(a), set(b)
+    union = sorted(set_a | set_b)[:k]
+    if not union:
+        return 0.0
+    return len((set_a & set_b).intersection(union)) / len(union)
+
+
+class NearDuplicateFilter:
+    """Remembers paragraphs and says whether a new one nearly repeats one seen before.
+
+    ``threshold`` is the Jaccard similarity of word-3-gram sets at or above which a
+    paragraph is a duplicate. Paragraphs under ``min_words`` words are never duplicates
+    and are not remembered. ``signatures`` (bytes from ``signature()``) seed the filter.
+    ``duplicates`` counts the paragraphs reported as duplicates so far.
+    """
+
+    def __init__(self, threshold=0.85, k=64, shingle=3, min_words=8, keys=5, signatures=None):
+        if not 1 <= shingle <= len(_WORD_MIX):
+            raise ValueError(f"shingle must be between 1 and {len(_WORD_MIX)}")
+        self.threshold = threshold
+        self.k = k
+        self.shingle = shingle
+        self.min_words = max(min_words, shingle)
+        self.keys = keys
+        self.duplicates = 0
+        self._index = {}  # pair of leading hashes -> the latest sketch holding it
+        self._sketches = []  # uint64 arrays
+        for signature in signatures or ():
+            self.add_signature(signature)
+
+    # -- sketching -------------------------------------------------------------------
+
+    def _words(self, texts):
+        """Hashes of the words of all ``texts`` and the index of the text of each word."""
+        joined = _SEPARATOR.join(texts)
+        if joined.count(_SEPARATOR) != len(texts) - 1:
+            joined = _SEPARATOR.join(text.replace(_SEPARATOR, " ") for text in texts)
+        data = np.frombuffer(joined.lower().encode("utf-8"), dtype=np.uint8)
+        in_word = np.concatenate(([False], _WORD_BYTE[data], [False]))
+        edges = np.flatnonzero(in_word[1:] != in_word[:-1])
+        starts, ends = edges[0::2], edges[1::2]
+        # A polynomial hash of each word's bytes from prefix sums: the sum of
+        # byte * BASE**-i over the word, times BASE**(last i), is position-independent.
+        forward, backward = _powers(len(data) + 1)
+        prefix = np.zeros(len(data) + 1, dtype=np.uint64)
+        np.cumsum((data.astype(np.uint64) + np.uint64(1)) * backward[: len(data)], out=prefix[1:])
+        hashes = _mix((prefix[ends] - prefix[starts]) * forward[ends - 1])
+        owners = np.searchsorted(np.flatnonzero(data == 0x1E), starts)
+        return hashes, owners
+
+    def sketches(self, texts) -> list:
+        """Bottom-k sketches (sorted uint64 arrays) for ``texts``; ``None`` if too short."""
+        return self._batch(texts)[0]
+
+    def _batch(self, texts):
+        """Sketches for ``texts`` and, for each, the index keys of its leading pairs."""
+        out = [None] * len(texts)
+        keys = [None] * len(texts)
+        if not texts:
+            return out, keys
+        words, owners = self._words(texts)
+        lengths = np.bincount(owners, minlength=len(texts))
+        enough = lengths >= self.min_words
+        k = self.shingle
+        n = len(words) - k + 1
+        if n <= 0 or not enough.any():
+            return out, keys
+        shingles = words[:n] * np.uint64(_WORD_MIX[0])
+        for offset in range(1, k):
+            shingles = shingles + words[offset : offset + n] * np.uint64(_WORD_MIX[offset])
+        # Keep the shingles that start and end in the same paragraph, of a long one.
+        keep = (owners[:n] == owners[k - 1 :]) & enough[owners[:n]]
+        owner = owners[:n][keep].astype(np.uint64)
+        combined = (owner << np.uint64(_HASH_BITS)) | (_mix(shingles[keep]) & _HASH_MASK)
+        combined.sort()
+        if len(combined) > 1:  # the same shingle twice in a paragraph counts once
+            combined = combined[np.concatenate(([True], combined[1:] != combined[:-1]))]
+        paragraph = (combined >> np.uint64(_HASH_BITS)).astype(np.int64)
+        firsts = np.searchsorted(paragraph, np.arange(len(texts)))
+        chosen = (np.arange(len(combined)) - firsts[paragraph]) < self.k
+        values = combined[chosen] & _HASH_MASK
+        bounds = np.searchsorted(paragraph[chosen], np.arange(len(texts) + 1))
+        present = np.flatnonzero(enough)
+        # Index keys: a hash of each pair among the first ``keys`` values of a sketch.
+        starts, stops = bounds[present], bounds[present + 1]
+        pairs = list(combinations(range(self.keys), 2)) or [(0, 0)]
+        left = np.array([a for a, _ in pairs])
+        right = np.array([b for _, b in pairs])
+        valid = (starts[:, None] + right[None, :]) < stops[:, None]
+        last = len(values) - 1
+        a = values[np.minimum(starts[:, None] + left[None, :], last)]
+        b = values[np.minimum(starts[:, None] + right[None, :], last)]
+        pair_keys = _mix(a * np.uint64(_PAIR_MIX) + b).tolist()
+        whole = valid.all(axis=1).tolist()
+        bounds = bounds.tolist()
+        for row, index in enumerate(present.tolist()):
+            out[index] = values[bounds[index] : bounds[index + 1]]
+            if whole[row]:
+                keys[index] = pair_keys[row]
+            else:
+                keys[index] = [key for key, ok in zip(pair_keys[row], valid[row]) if ok]
+        return out, keys
+
+    def signature(self, text: str) -> bytes | None:
+        """The sketch of ``text`` as bytes (for storage), or ``None`` if it is too short."""
+        sketch = self.sketches([text])[0]
+        return None if sketch is None else sketch.tobytes()
+
+    # -- filtering -------------------------------------------------------------------
+
+    def add_signature(self, signature: bytes) -> None:
+        """Remember a stored signature without counting it as a duplicate."""
+        sketch = np.frombuffer(signature, dtype=np.uint64)
+        first = sketch[: self.keys]
+        pairs = list(combinations(range(len(first)), 2)) or [(0, 0)]
+        keys = _mix(
+            first[[a for a, _ in pairs]] * np.uint64(_PAIR_MIX) + first[[b for _, b in pairs]]
+        )
+        self._check(sketch, keys.tolist())
+
+    def _check(self, sketch, keys) -> bool:
+        """True if ``sketch`` nearly matches a remembered one; otherwise remember it.
+
+        ``keys`` hash every pair of the sketch's first ``keys`` values, so candidates
+        are the sketches sharing at least two of those values with this one.
+        """
+        index = self._index
+        candidates = set(map(index.get, keys, repeat(-1)))
+        candidates.discard(-1)
+        if candidates:
+            size = len(sketch)
+            values = None
+            for candidate in candidates:
+                other = self._sketches[candidate]
+                if size < self.k and len(other) < self.k:
+                    # Both sketches are whole sets: Jaccard <= smaller size / larger size.
+                    if min(size, len(other)) < self.threshold * max(size, len(other)):
+                        continue
+                if values is None:
+                    values = sketch.tolist()
+                if similarity(values, other.tolist(), self.k) >= self.threshold:
+                    return True
+        index.update(dict.fromkeys(keys, len(self._sketches)))
+        self._sketches.append(sketch)
+        return False
+
+    def check_many(self, texts) -> list:
+        """``is_duplicate()`` for each text in order, sketched in one batch."""
+        results = []
+        for sketch, keys in zip(*self._batch(texts)):
+            duplicate = sketch is not None and self._check(sketch, keys)
+            self.duplicates += duplicate
+            results.append(duplicate)
+        return results
+
+    def is_duplicate(self, text: str) -> bool:
+        """True if ``text`` nearly repeats a paragraph seen before; otherwise remember it.
+
+        Sketching one paragraph at a time costs numpy's per-call overhead for each one:
+        ``filter_blocks()`` or ``check_many()`` over a document is many times faster.
+        """
+        if len(_WORD_RUN.findall(text.encode("utf-8"))) < self.min_words:
+            return False  # too short to sketch; counted the same way as in _words()
+        return self.check_many([text])[0]
+
+    def filter_blocks(self, blocks, kinds=DEDUP_KINDS) -> tuple:
+        """Drop near-duplicate blocks of the given kinds; returns ``(kept, skipped_count)``.
+
+        Headings and code blocks are always kept. Faster than ``is_duplicate()`` per
+        block, because the whole list is sketched in one batch.
+        """
+        positions = [i for i, block in enumerate(blocks) if block.kind in kinds]
+        flags = self.check_many([blocks[i].text for i in positions])
+        dropped = {i for i, flag in zip(positions, flags) if flag}
+        if not dropped:
+            return list(blocks), 0
+        return [b for i, b in enumerate(blocks) if i not in dropped], len(dropped)

@@ -1,0 +1,391 @@
+"""``extract_and_link``: documents' chunks to mentions, entities and relations.
+
+The engine behind ``llm graphrag extract`` and the ``extract_and_link`` tool. Each
+document is read, extracted and linked in memory, embedded outside any transaction, and
+written in one short transaction. A document whose content was already extracted by the
+same extractor version is skipped, so running it again changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from collections import Counter
+
+from . import plugins
+from .extraction import (
+    ChunkText,
+    ExtractionContext,
+    ExtractionSettings,
+    Gazetteer,
+    finish_mentions,
+    salient_terms,
+    subject_mention,
+)
+from .linking import Linker, entity_text
+from .relations import SYMMETRIC, RelationCandidate, fact_text
+from .schema import get_setting
+
+EXTRACTOR_VERSION = "1"
+# After an entity's first mention in a sentence: does the sentence define it? (match() anchors)
+_DEFINITION = re.compile(
+    r"\s*(?:(?:is|are|was|were)\s+(?:a|an|the|one)\b|(?:provides|implements|refers to|means|"
+    r"denotes|represents|describes)\b|[:—–-]\s+\w|\()",
+)
+
+
+def load_settings(db):
+    return ExtractionSettings.from_dict(get_setting(db, "extract", {}))
+
+
+def extract_and_link(db, doc_ids=None, *, progress=None, force=False):
+    """Extract mentions, link entities and find relations for documents of ``db``.
+
+    ``doc_ids`` limits the run to those documents (default: every document whose content
+    has not been extracted yet). ``progress(doc_id, path)`` is called once per document.
+    Returns ``{"mentions": N, "entities_new": N, "relations": N}``.
+    """
+    settings = load_settings(db)
+    pending = _pending(db, doc_ids, force)
+    totals = {"mentions": 0, "entities_new": 0, "relations": 0}
+    if not pending:
+        return totals
+    from .embeddings import embedder_for
+
+    embedder = embedder_for(db)
+    for doc_id, _, title, _ in pending:
+        _record_terms(db, doc_id, title)
+    context = ExtractionContext(settings, load_gazetteer(db, settings), embedder)
+    linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
+    mention_extractors = plugins.get_mention_extractors()
+    relation_extractors = plugins.get_relation_extractors()
+    touched = set()
+    for doc_id, path, title, content_hash in pending:
+        if progress:
+            progress(doc_id, path)
+        result = _extract_document(
+            db, doc_id, title, content_hash, context, linker, mention_extractors, relation_extractors, embedder
+        )
+        totals["mentions"] += result["mentions"]
+        totals["entities_new"] += result["entities_new"]
+        touched.update(result["relation_ids"])
+    totals["relations"] = len(touched)
+    return totals
+
+
+def _pending(db, doc_ids, force):
+    sql = "select id, path, title, coalesce(hash, ''), extracted_hash from docs"
+    params = []
+    if doc_ids is not None:
+        doc_ids = list(doc_ids)
+        if not doc_ids:
+            return []
+        sql += f" where id in ({', '.join('?' for _ in doc_ids)})"
+        params = doc_ids
+    sql += " order by id"
+    pending = []
+    for doc_id, path, title, digest, extracted in db.execute(sql, params).fetchall():
+        content_hash = f"{digest}:{EXTRACTOR_VERSION}"
+        if force or extracted != content_hash:
+            pending.append((doc_id, path, title, content_hash))
+    return pending
+
+
+def _chunks(db, doc_id, title, path):
+    rows = db.execute(
+        "select id, seq, content, section, meta from chunks where doc_id = ? order by seq",
+        [doc_id],
+    ).fetchall()
+    chunks = []
+    for chunk_id, seq, content, section, meta in rows:
+        headings = ()
+        if meta:
+            try:
+                headings = tuple(json.loads(meta).get("headings") or ())
+            except (ValueError, AttributeError):
+                headings = ()
+        chunks.append(ChunkText(chunk_id, doc_id, content or "", seq, section or "", headings, title or "", path or ""))
+    return chunks
+
+
+def _record_terms(db, doc_id, title):
+    """Pass one: the document's salient terms, which feed the corpus gazetteer."""
+    terms = set()
+    for (content,) in db.execute("select content from chunks where doc_id = ? order by seq", [doc_id]):
+        terms |= salient_terms(content or "", "")
+    if title:
+        terms |= salient_terms("", title)
+    rows = {}
+    for norm, term, typ in sorted(terms):
+        if norm and norm not in rows:
+            rows[norm] = (doc_id, norm, term, typ)
+    with db.atomic():
+        db.execute("delete from gazetteer_terms where doc_id = ?", [doc_id])
+        db.conn.executemany(
+            "insert into gazetteer_terms (doc_id, norm, term, type) values (?, ?, ?, ?)",
+            list(rows.values()),
+        )
+
+
+def load_gazetteer(db, settings):
+    """Seed 004 §6.2: the top-K terms used in salient places by at least min_freq documents."""
+    rows = db.execute(
+        "select term, type, freq from gazetteer where freq >= ? order by freq desc, norm limit ?",
+        [settings.gazetteer_min_freq, settings.gazetteer_topk],
+    ).fetchall()
+    return Gazetteer(rows)
+
+
+def _context_tokens(chunk):
+    words = re.findall(r"[a-z]{3,}", f"{chunk.title} {chunk.section}".lower())
+    return frozenset(words)
+
+
+def _extract_document(db, doc_id, title, content_hash, context, linker, mention_extractors, relation_extractors, embedder):
+    path = db.execute("select path from docs where id = ?", [doc_id]).fetchone()[0]
+    chunks = _chunks(db, doc_id, title, path)
+    context.start_document(chunks)
+    subject = subject_mention(title)
+    context.cache["subject"] = subject
+    per_chunk = []
+    for chunk in chunks:
+        mentions = []
+        for extract in mention_extractors.values():
+            mentions.extend(extract(chunk, context) or ())
+        per_chunk.append((chunk, finish_mentions(chunk, mentions, context)))
+
+    # Forget what an earlier extraction of this document contributed.
+    old_counts = Counter(
+        entity_id
+        for (entity_id,) in db.execute(
+            "select entity_id from mentions where doc_id = ? and entity_id is not null", [doc_id]
+        )
+    )
+    for entity_id, count in old_counts.items():
+        entity = linker.entities.get(entity_id)
+        if entity is not None:
+            entity.popularity -= count
+
+    # Link, in text order; the subject first so pronouns can fall back on it.
+    created = []
+    counts = Counter()
+    ordered = ([(chunks[0], subject)] if subject is not None and chunks else []) + [
+        (chunk, m) for chunk, ms in per_chunk for m in ms
+    ]
+    for chunk, mention in ordered:
+        entity, score, new = linker.link(mention, _context_tokens(chunk))
+        mention.entity = entity
+        mention.link_score = score
+        counts[entity.id] += 1
+        if new:
+            created.append(entity)
+        _describe(entity, mention, chunk, context)
+
+    # Relations: candidates from every extractor, keyed by entity pair and relation.
+    relations = {}
+    for chunk, mentions in per_chunk:
+        for extract in relation_extractors.values():
+            for candidate in extract(chunk, mentions, context) or ():
+                _add_relation(relations, candidate, chunk)
+    for entity in created:
+        for other, score in linker.same_as_candidates(entity):
+            mention = next((m for _, m in ordered if m.entity is entity), None)
+            chunk = next((c for c, m in ordered if m is mention), chunks[0] if chunks else None)
+            if mention is None or chunk is None:
+                continue
+            probe = RelationCandidate(mention, _Pinned(other), "same_as", score, 1.0, mention.snippet, "linking")
+            _add_relation(relations, probe, chunk)
+
+    # Embeddings outside the transaction, for new entities and changed descriptions.
+    changed = sorted(set(created) | {m.entity for _, m in ordered if m.entity.changed}, key=lambda e: e.id)
+    reembed = [e for e in changed if e.new or e.reembed]
+    entity_vectors = embedder.encode([entity_text(e) for e in reembed]) if reembed else []
+    for entity, vector in zip(reembed, entity_vectors):
+        entity.vector = vector
+    keys = sorted(relations)
+    embedded = [k for k in keys if k[2] != "related_to" or context.settings.embed_related_facts]
+    fact_vectors = dict(zip(embedded, embedder.encode([relations[k]["fact"] for k in embedded]))) if embedded else {}
+
+    with db.atomic():
+        relation_ids = _write(db, doc_id, content_hash, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, fact_vectors, old_counts, counts)
+    for entity in changed:
+        entity.new = entity.changed = entity.reembed = False
+    mention_count = sum(len(ms) for _, ms in per_chunk) + (1 if subject is not None and chunks else 0)
+    return {"mentions": mention_count, "entities_new": len(created), "relation_ids": relation_ids}
+
+
+class _Pinned:
+    """A stand-in mention for an entity that is already known (``same_as`` targets)."""
+
+    def __init__(self, entity):
+        self.entity = entity
+        self.link_score = 1.0
+        self.norm = entity.norm
+
+
+def _describe(entity, mention, chunk, context):
+    """Keep the first defining sentence as the description, else the first sentence."""
+    if entity.defined or mention.start is None or mention.features.get("coref") and entity.description:
+        return
+    heading = mention.features.get("inHeading")
+    if heading and entity.description is not None:
+        return
+    analysis = context.analyze(chunk)
+    s_start, s_end = analysis.sentences[mention.sentence]
+    defining = mention.start - s_start <= 12 and bool(_DEFINITION.match(analysis.masked, mention.end, s_end))
+    if defining or entity.description is None or entity.description == entity.name:
+        sentence = " ".join(chunk.text[s_start:s_end].split())[:400]
+        if entity.description != sentence:
+            entity.description = sentence
+            entity.changed = True
+            entity.reembed = True
+        entity.defined = defining
+
+
+def _add_relation(relations, candidate, chunk):
+    src, dst = candidate.src.entity, candidate.dst.entity
+    if src is None or dst is None or src is dst:
+        return
+    rel = candidate.rel
+    if rel in SYMMETRIC and src.id > dst.id:
+        src, dst = dst, src
+    link = min(candidate.src.link_score or 1.0, candidate.dst.link_score or 1.0)
+    confidence = round(candidate.weight * candidate.proximity * link, 4)
+    key = (src.id, dst.id, rel)
+    entry = relations.get(key)
+    if entry is None:
+        entry = relations[key] = {
+            "src": src, "dst": dst, "fact": fact_text(src.name, rel, dst.name),
+            "chunk_id": chunk.id, "confidence": 0.0, "weight": 0.0, "evidence": {},
+        }
+    sentence = " ".join(candidate.sentence.split())[:1000]
+    evidence_key = (chunk.id, sentence)
+    previous = entry["evidence"].get(evidence_key)
+    if previous is None or previous[0] < confidence:
+        entry["evidence"][evidence_key] = (confidence, candidate.extractor)
+    if confidence > entry["confidence"]:
+        entry["confidence"] = confidence
+        entry["chunk_id"] = chunk.id
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _write(db, doc_id, content_hash, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, fact_vectors, old_counts, counts):
+    from .embeddings import write_embeddings
+
+    conn = db.conn
+    # Previous extraction of this document: its mentions and evidence go.
+    old_relations = [
+        r for (r,) in conn.execute(
+            "select distinct relation_id from relation_evidence where doc_id = ?", [doc_id]
+        )
+    ]
+    conn.execute("delete from relation_evidence where doc_id = ?", [doc_id])
+    conn.execute("delete from mentions where doc_id = ?", [doc_id])
+    now = _now()
+    conn.executemany(
+        "insert into entities (id, type, name, norm, aliases, description, popularity, meta, created_at) "
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (e.id, e.type, e.name, e.norm, json.dumps(e.aliases), e.description, 0,
+             json.dumps({"defined": e.defined}), now)
+            for e in created
+        ],
+    )
+    updated = [e for e in changed if e not in set(created)]
+    conn.executemany(
+        "update entities set type = ?, aliases = ?, description = ?, meta = ? where id = ?",
+        [(e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined}), e.id) for e in updated],
+    )
+    popularity = Counter(counts)
+    popularity.subtract(old_counts)
+    conn.executemany(
+        "update entities set popularity = popularity + ? where id = ?",
+        [(delta, entity_id) for entity_id, delta in sorted(popularity.items()) if delta],
+    )
+    for entity_id, count in counts.items():
+        linker.entities[entity_id].popularity += count
+    # Entities nothing mentions any more (the document changed) are deleted.
+    gone = [entity_id for entity_id in old_counts if entity_id not in counts]
+    for entity_id in gone:
+        left = conn.execute("select popularity from entities where id = ?", [entity_id]).fetchone()
+        if left is not None and left[0] <= 0:
+            conn.execute("delete from entities where id = ?", [entity_id])
+            if entity_id in linker.entities:
+                linker.remove(linker.entities[entity_id])
+    rows = []
+    if subject is not None and chunks:
+        rows.append(_mention_row(subject, doc_id, chunks[0].id))
+    for chunk, mentions in per_chunk:
+        rows.extend(_mention_row(m, doc_id, chunk.id) for m in mentions)
+    conn.executemany(
+        "insert into mentions (entity_id, doc_id, chunk_id, span_start, span_end, surface, type, "
+        "score, link_score, features, snippet, meta) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    if reembed:
+        write_embeddings(db, "entities", [e.id for e in reembed], entity_vectors, [entity_text(e) for e in reembed])
+    relation_ids = []
+    new_facts = []
+    evidence_rows = []
+    for key in keys:
+        entry = relations[key]
+        vector = fact_vectors.get(key)
+        evidence = entry["evidence"]
+        weight = round(sum(c for c, _ in evidence.values()), 4)
+        relation_id, evidence_count = conn.execute(
+            "insert into relations (src_id, dst_id, rel, weight, confidence, fact, chunk_id) "
+            "values (?, ?, ?, ?, ?, ?, ?) on conflict (src_id, dst_id, rel) do update set "
+            "weight = weight + excluded.weight, confidence = max(confidence, excluded.confidence) "
+            "returning id, evidence_count",
+            [key[0], key[1], key[2], weight, entry["confidence"], entry["fact"], entry["chunk_id"]],
+        ).fetchone()
+        relation_ids.append(relation_id)
+        if evidence_count == 0 and vector is not None:
+            new_facts.append((relation_id, vector, entry["fact"]))
+        for (chunk_id, sentence), (confidence, extractor) in sorted(evidence.items()):
+            evidence_rows.append((relation_id, chunk_id, doc_id, sentence, confidence, extractor))
+    conn.executemany(
+        "insert into relation_evidence (relation_id, chunk_id, doc_id, sentence, confidence, extractor) "
+        "values (?, ?, ?, ?, ?, ?)",
+        evidence_rows,
+    )
+    if new_facts:
+        write_embeddings(db, "facts", [r[0] for r in new_facts], [r[1] for r in new_facts], [r[2] for r in new_facts])
+    _recompute(conn, [r for r in old_relations if r not in set(relation_ids)])
+    conn.execute("update docs set extracted_hash = ? where id = ?", [content_hash, doc_id])
+    return relation_ids
+
+
+def _recompute(conn, relation_ids):
+    """Weight and confidence of relations that lost evidence, from what remains."""
+    for start in range(0, len(relation_ids), 500):
+        batch = relation_ids[start : start + 500]
+        marks = ", ".join("?" for _ in batch)
+        conn.execute(
+            f"update relations set weight = (select round(total(confidence), 4) from relation_evidence e "
+            f"where e.relation_id = relations.id), confidence = coalesce((select max(confidence) "
+            f"from relation_evidence e where e.relation_id = relations.id), confidence) "
+            f"where id in ({marks})",
+            batch,
+        )
+
+
+def _mention_row(m, doc_id, chunk_id):
+    return (
+        m.entity.id if m.entity is not None else None,
+        doc_id,
+        chunk_id,
+        m.start,
+        m.end,
+        m.surface,
+        m.type,
+        round(m.score, 4),
+        m.link_score,
+        json.dumps(m.features, sort_keys=True),
+        m.snippet,
+        json.dumps({"extractor": m.extractor, "name": m.name, "norm": m.norm}),
+    )

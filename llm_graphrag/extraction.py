@@ -1,0 +1,1433 @@
+"""Label-free mention extraction (seed 004 §6): markup, patterns, names, prose concepts.
+
+Extractors are plain functions ``extractor(chunk, context)`` returning ``Mention`` objects
+for one chunk; the defaults are registered through the ``register_mention_extractors``
+hook. They share one ``Analysis`` of each chunk (markup masked, sentences, tokens), so a
+chunk is tokenized once however many extractors run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+# Mention types. Generic ones come from wording alone and may link to an entity of any
+# type; specific ones only link within their own type (seed 003: no cross-type merges).
+GENERIC_TYPES = frozenset({"concept", "term", "name"})
+TYPE_PRIORITY = {
+    "standard": 10,
+    "version": 9,
+    "id": 8,
+    "DATE": 7,
+    "code": 6,
+    "step": 6,
+    "PERSON": 5,
+    "ORG": 5,
+    "GPE": 5,
+    "PRODUCT": 5,
+    "name": 3,
+    "term": 2,
+    "concept": 1,
+}
+
+
+@dataclass(eq=False)
+class Mention:
+    """A surface span in a chunk that names an entity (seed 004 §6 mention record)."""
+
+    surface: str
+    type: str
+    start: int | None
+    end: int | None
+    score: float = 1.0
+    features: dict = field(default_factory=dict)
+    snippet: str = ""
+    extractor: str = ""
+    name: str = ""
+    norm: str = ""
+    sentence: int = -1
+    antecedent: "Mention | None" = None
+    entity: object = None
+    link_score: float | None = None
+
+    def __post_init__(self):
+        self.name = " ".join((self.name or self.surface).split())
+        if not self.norm:
+            self.norm = normalize(self.name, self.type)
+
+    @property
+    def length(self):
+        return (self.end or 0) - (self.start or 0)
+
+
+@dataclass
+class ChunkText:
+    """What extractors see of a chunk: its text and where it sits in its document."""
+
+    id: int
+    doc_id: int
+    text: str
+    seq: int = 0
+    section: str = ""
+    headings: tuple = ()
+    title: str = ""
+    path: str = ""
+
+
+# ---------------------------------------------------------------------------------------
+# Word lists (written for this project)
+
+STOPWORDS = frozenset(
+    """a about above across after afterwards again against all almost alone along already
+    also although always am among amongst an and another any anyhow anyone anything anyway
+    anywhere are around as at back be became because been before beforehand behind being
+    below beside besides between beyond both but by can cannot could did do does doing done
+    down due during each either else elsewhere enough etc even ever every everyone
+    everything everywhere except few first for former formerly from further had has have
+    having he hence her here hereby herein hers herself him himself his how however i ie if
+    in indeed instead into is it its itself just last latter least less many may me meanwhile
+    might mine more moreover most mostly much must my myself namely neither never
+    nevertheless next no nobody none noone nor not nothing now nowhere of off often on once
+    one only onto or other others otherwise our ours ourselves out over own per perhaps
+    quite rather really same several she should since so some somehow someone something
+    sometime sometimes somewhere still such than that the their theirs them themselves then
+    thence there thereafter thereby therefore therein thereupon these they this those though
+    through throughout thru thus to together too toward towards under unless until up upon
+    us very via was we well were what whatever when whence whenever where whereas whereby
+    wherein whether which while whither who whoever whole whom whose why will with within
+    without would yet you your yours yourself yourselves eg e.g i.e vs versus via let lets
+    shall ought can't don't doesn't isn't aren't won't wouldn't shouldn't couldn't didn't
+    hasn't haven't wasn't weren't it's that's there's here's what's let's n't 's
+    yes okay ok oh also plus minus and/or upon whereof whereto amid amidst beneath underneath
+    unlike like near nearly onto inside outside regardless toward beyond""".split()
+)
+
+MODALS = frozenset("can could may might must shall should will would cannot".split())
+PRONOUNS = frozenset("i you he she it we they who which that this these those".split())
+SUBJECT_PRONOUNS = frozenset("i you he she it we they".split())
+DETERMINERS = frozenset(
+    """a an the this that these those its their his her our your my each every some any no
+    all many most several both either neither another other""".split()
+)
+
+# Verbs that are (almost) never nouns; their inflections are derived below.
+_VERB_BASES = """accept achieve act add adjust affect agree aim allow alter apply argue arise
+    arrange assume attach attempt avoid become begin believe belong bring become calculate
+    carry catch choose claim collect combine come compare compile complete compute concern
+    conduct consider consist contain continue convert copy correspond create deal decide
+    declare decrease define delete demonstrate depend derive describe determine develop
+    differ disable discuss do eat eliminate emit enable encourage ensure enter establish
+    evaluate examine exist expand expect explain expose extend fail fall feel fetch fill find
+    follow forget generate get give go grow happen hear hold hope identify ignore imagine
+    implement imply improve include increase indicate inherit insert inspire install intend
+    introduce invoke involve keep know lay learn leave let lie live locate look lose maintain
+    make manage manipulate mean meet mention modify move note notice obtain occur offer open
+    operate pass perform permit pick place prefer prepare prevent produce prove provide
+    publish pull push put raise reach read realize receive recommend reduce refer reflect
+    regard relate release rely remain remember remove rename render replace represent
+    request require reside resolve respond retrieve return reuse reveal run say see seem
+    select send serve show sit skip solve speak specify spend stand stay stop suggest suit
+    supply suppose take talk teach tell tend think throw transform treat try turn understand
+    use wait want wish write yield integrate interoperate connect communicate interact
+    authenticate subscribe validate verify encrypt decrypt compress decompress serialize
+    deserialize encode decode parse""".split()
+
+# Words that are verbs or nouns depending on where they stand.
+_AMBIGUOUS_BASES = """access account answer attack back balance bear bind block book break
+    build call care cause change charge check claim close code command control cost count
+    cover cross cut date deal design display document double drink drive drop end estimate
+    exchange experience export face fall feed file finish fire fix flow focus force form
+    function guide handle harm heat help hit hold hope import increase index interest issue
+    join judge jump kill land last lead level light limit line link list load lock log look
+    mark match matter measure mind miss move name need note number object order output own
+    package pair park part pass patch plan plant play point power present press print
+    process program protect pump query question rain range rate record reference release
+    remark repair reply report rest result return review ride ring rise risk rule run save
+    scale schedule score search sense set shape share shift sign signal sleep smell sound
+    source space spring stack stage start state step store stream structure study support
+    switch table talk target test time touch trace track trade train transfer travel trust
+    turn type update value view visit walk watch water wave wear weight wind wish word work
+    wrap""".split()
+
+_IRREGULAR_VERB_FORMS = """am is are was were been being be has had having does did done
+    doing made went gone came got gotten gave given took taken saw seen knew known thought
+    told found left kept held brought began begun ran wrote written read said sent built
+    spent stood understood meant became become chose chosen fell fallen felt grew grown
+    heard hid hidden lay laid lain led lost paid rose risen sat shown sold stuck struck
+    taught threw thrown won wore worn""".split()
+
+GENERIC_NOUNS = frozenset(
+    """thing things way ways lot lots kind kinds sort sorts example examples case cases
+    number numbers amount time times use uses fact facts part parts set sets range variety
+    level levels detail details information order point points place places side sides
+    instance instances purpose purposes result results reason reasons section sections
+    chapter chapters page pages following others one ones something anything everything
+    nothing someone everyone bit bits piece pieces aspect aspects term terms manner means
+    matter matters question questions issue issues problem problems note notes addition
+    default defaults effect effects form forms sense respect regard situation situations
+    rest total start end beginning top bottom front words word need needs lack deal idea
+    ideas approach attempt attempts change changes difference differences help yes type
+    types see also""".split()
+)
+
+COMMON_ADJECTIVES = frozenset(
+    """able available bad big certain common complete current different difficult easy
+    entire explicit external extra fast few full general good great hard high important
+    large late least likely little long low main major minor modern more most much new
+    normal official old only other own particular possible previous proper real recent
+    regular relevant right same short similar simple single small special specific standard
+    strict such sufficient true typical unique usual various whole wide wrong useful
+    additional appropriate corresponding existing following given original overall
+    potential related several separate necessary optional actual basic popular preferred
+    suitable supported necessary lightweight respective further precise independent
+    fundamental critical common extensive completely slow native pure familiar compliant
+    prior newer older larger smaller bigger higher lower faster slower better worse earlier
+    later greater concrete deterministic threadsafe safe green heavy warm cold hot dry wet
+    free easier harder simpler built-in client-side server-side third-party first-party
+    open-source multi-threaded official""".split()
+)
+# Adjectives that carry meaning inside a compound ("standard library", "open source").
+KEEP_ADJECTIVES = frozenset("standard open native pure built-in".split())
+# A name followed by one of these is just that name: "OpenSSL library", ":mod:`json` module".
+KIND_NOUNS = frozenset("library libraries module modules project projects program tool suite toolkit website site".split())
+
+_ADJ_SUFFIXES = ("ous", "ful", "ive", "able", "ible", "less", "ish", "ical", "ular", "istic")
+_LY_NOUNS = frozenset("family assembly supply reply anomaly butterfly italy july fly ally belly jelly rally".split())
+_ING_NOUNS = frozenset(
+    """morning evening ceiling string thing spring ring king nothing something anything
+    everything during bring sing swing wing sibling pudding wedding""".split()
+)
+
+ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs mr mrs ms dr prof jr sr st fig no al approx cf ca inc ltd co corp".split()
+)
+HEADING_STOPLIST = frozenset(
+    """introduction overview contents summary notes note examples example usage reference
+    references see also further reading index glossary appendix changelog changes
+    tutorial background table of details api description installation getting started
+    faq about""".split()
+)
+NAME_CONNECTORS = frozenset("of for de van von der den la le du da di & the".split())
+UNITS = frozenset("KiB MiB GiB TiB KB MB GB TB kB Kb Mb Gb ms us ns Hz kHz MHz GHz dB dBm mA mV kW MW mm cm km kg mg".split())
+SHOUTING = frozenset("NOT ALL NOTE TODO OK OR AND THE IS IN ON IF NO A AN TO".split())
+
+
+def _inflections(base):
+    forms = {base}
+    if base.endswith("e"):
+        forms |= {base + "s", base + "d", base[:-1] + "ing"}
+    elif base.endswith("y") and len(base) > 2 and base[-2] not in "aeiou":
+        forms |= {base[:-1] + "ies", base[:-1] + "ied", base + "ing"}
+    elif base.endswith(("s", "x", "z", "ch", "sh")):
+        forms |= {base + "es", base + "ed", base + "ing"}
+    else:
+        forms |= {base + "s", base + "ed", base + "ing"}
+        if (
+            len(base) <= 4
+            and base[-1] not in "aeiouwxy"
+            and base[-2] in "aeiou"
+            and base[-3:-2] not in ("a", "e", "i", "o", "u", "")
+        ):
+            forms |= {base + base[-1] + "ed", base + base[-1] + "ing"}
+    return forms
+
+
+VERB_FORMS = frozenset(
+    set().union(*(_inflections(v) for v in _VERB_BASES)) | set(_IRREGULAR_VERB_FORMS)
+)
+AMBIGUOUS_FORMS = frozenset(set().union(*(_inflections(v) for v in _AMBIGUOUS_BASES)))
+
+# ---------------------------------------------------------------------------------------
+# Normalization
+
+_NORM_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_IRREGULAR_PLURALS = {
+    "children": "child", "mice": "mouse", "geese": "goose", "teeth": "tooth", "feet": "foot",
+    "men": "man", "women": "woman", "people": "person", "leaves": "leaf", "wolves": "wolf",
+    "knives": "knife", "lives": "life", "halves": "half", "shelves": "shelf", "calves": "calf",
+    "indices": "index", "vertices": "vertex", "matrices": "matrix", "analyses": "analysis",
+    "bases": "base", "criteria": "criterion", "phenomena": "phenomenon", "fungi": "fungus",
+    "nuclei": "nucleus", "cacti": "cactus", "larvae": "larva", "algae": "alga",
+    "shoes": "shoe", "toes": "toe", "species": "species", "series": "series",
+    "news": "news", "lens": "lens", "gas": "gas", "gases": "gas", "dies": "die", "lies": "lie",
+    "ties": "tie", "pies": "pie", "movies": "movie", "cookies": "cookie", "bodies": "body",
+}
+_KEEP_S = ("ss", "us", "is", "ous", "ics")
+_E_ENDINGS = ("at", "bl", "iz", "uir", "rs", "ns", "ls", "v", "c", "dg", "ng", "us", "is", "os", "as", "ur", "ps")
+
+
+@lru_cache(maxsize=200_000)
+def lemma(word):
+    """A light lemma for an English noun or gerund: ``lakes``→``lake``, ``damming``→``dam``.
+
+    Rules, not a dictionary: good enough to put inflected forms of one word together.
+    """
+    w = word.lower()
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    if w in _IRREGULAR_PLURALS:
+        return _IRREGULAR_PLURALS[w]
+    if w.endswith("ing") and len(w) > 5 and w not in _ING_NOUNS:
+        return _verb_stem(w[:-3])
+    if w.endswith("ied") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith("ed") and len(w) > 4 and not w.endswith("eed"):
+        return _verb_stem(w[:-2])
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith("sses"):
+        return w[:-2]
+    if w.endswith(_KEEP_S):
+        return w
+    if w.endswith(("xes", "ches", "shes", "zzes", "oes")):
+        return w[:-2]
+    if w.endswith("s"):
+        return w[:-1]
+    return w
+
+
+def _verb_stem(stem):
+    if len(stem) >= 3 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+        return stem[:-1]
+    if not any(c in "aeiouy" for c in stem):
+        return stem + "e"
+    if stem.endswith(_E_ENDINGS) and not stem.endswith(("ss", "ng", "ow")):
+        return stem + "e"
+    if stem.endswith("ng") and stem[-3:-2] == "a":  # changing -> change
+        return stem + "e"
+    if (
+        len(stem) <= 4
+        and len(stem) >= 3
+        and stem[-1] not in "aeiouwxy"
+        and stem[-2] in "aeiou"
+        and stem[-3] not in "aeiou"
+    ):
+        return stem + "e"  # making -> make, coding -> code
+    return stem
+
+
+@lru_cache(maxsize=200_000)
+def normalize(surface, type=None):
+    """Seed 004 §7 blocking key: lower-case, alphanumerics only; plural nouns singular.
+
+    Versions keep their dots (``3.4`` is not ``34``). Only a lower-case last word is
+    lemmatized, so ``Windows`` the product stays apart from ``windows``.
+    """
+    if type == "version":
+        return surface.lower().lstrip("v")
+    tokens = _NORM_TOKEN.findall(surface)
+    if not tokens:
+        return ""
+    last = tokens[-1]
+    if type not in ("code", "standard", "id", "DATE", "step"):
+        if last.islower() and last.isalpha():
+            tokens[-1] = lemma(last)
+        elif len(last) > 2 and last.endswith("s") and last[:-1].isupper():
+            tokens[-1] = last[:-1]
+    return "".join(tokens).lower()
+
+
+def concept_name(words):
+    """Display name of a prose concept: lower-case, head word lemmatized."""
+    words = [w.lower() for w in words]
+    words[-1] = lemma(words[-1])
+    return " ".join(words)
+
+
+# ---------------------------------------------------------------------------------------
+# Analysis: markup masked out, sentences, tokens
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
+_RST_LITERAL = re.compile(r"::[ \t]*\n(?:[ \t]*\n)+((?:(?:[ \t]+[^\n]*)?\n)+)")
+_RST_DIRECTIVE = re.compile(r"^([ \t]*)\.\. (?:([\w:-]+)::|_[^:\n]*:|\|[^|]+\||\[[^\]]+\]|(?=\S))[^\n]*")
+_BLANKED_DIRECTIVES = frozenset(
+    """code-block code sourcecode testcode testsetup testcleanup testoutput doctest
+    highlight index module currentmodule moduleauthor sectionauthor toctree literalinclude
+    include image figure raw only csv-table list-table productionlist audit-event
+    impl-detail opcode cmdoption envvar program tabularcolumns autosummary""".split()
+)
+_DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.|\$ )[^\n]*$", re.M)
+_URL = re.compile(r"<?(?:https?|ftp)://[^\s>`)\]]+>?")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+_ROLE = re.compile(r":([a-z][\w:+-]*):`([^`\n]+)`")
+_LITERAL = re.compile(r"``([^`\n]+?)``")
+_LINK = re.compile(r"`([^`<\n]+?)\s*(?:<[^`>\n]*>)?`__?(?!\w)")
+_CODE = re.compile(r"(?<!`)`([^`\n]+)`(?![`_])")
+_MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
+_BOLD = re.compile(r"\*\*([^*\n]+?)\*\*|(?<![\w*])\*([^*\s][^*\n]*?)\*(?![\w*])")
+_MD_MARKS = re.compile(r"^[ \t]*(?:#{1,6}|[-*+]|\d+[.)]|#\.|>+)(?=[ \t])|\|", re.M)
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+<>:.])\1{2,}[ \t]*$", re.M)
+_FOOTNOTE = re.compile(r"\[#?[\w-]*\]_")
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+([^\n]+)$|^([^\n]+)\n([=\-~^\"'`#*+])\3{2,}[ \t]*$", re.M)
+
+_WORD = re.compile(r"[A-Za-z][\w]*(?:[.'’/-][A-Za-z0-9_]+)*|\d+(?:\.\d+)*")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#\.)[ \t])|\n(?=[ \t]*#)")
+
+CODE_ROLES = frozenset(
+    """mod func class meth attr data exc const obj program command envvar option file samp
+    source keyword kbd mailheader makevar c:func c:type c:macro c:member c:data c:var
+    py:func py:class py:mod py:meth py:attr py:data py:exc py:obj""".split()
+)
+TERM_ROLES = frozenset("term ref doc dfn abbr".split())
+
+
+def _blank(match):
+    return _blank_text(match.group(0))
+
+
+@dataclass
+class Markup:
+    start: int
+    end: int
+    kind: str  # code, standard, term, link, bold
+    text: str
+    role: str = ""
+
+
+class Analysis:
+    """One chunk prepared for extraction: masked text, markup spans, sentences, tokens."""
+
+    def __init__(self, text):
+        self.text = text
+        self.markup = []
+        masked = _FENCE.sub(_blank, text)
+        masked = _DOCTEST.sub(_blank, masked)
+        masked = _mask_directives(masked)
+        masked = _RST_LITERAL.sub(lambda m: m.group(0)[:2] + _blank_text(m.group(0)[2:]), masked)
+        masked = _URL.sub(_blank, masked)
+        if "@" in masked:
+            masked = _EMAIL.sub(_blank, masked)
+        masked = _FOOTNOTE.sub(_blank, masked)
+        masked = _RST_UNDERLINE.sub(_blank, masked)
+        masked = _ROLE.sub(self._role, masked)
+        masked = _LITERAL.sub(self._literal, masked)
+        masked = _LINK.sub(self._link, masked)
+        masked = _CODE.sub(self._code, masked)
+        masked = _MD_LINK.sub(self._mdlink, masked)
+        masked = _BOLD.sub(self._bold, masked)
+        masked = _MD_MARKS.sub(_blank, masked)
+        self.masked = masked
+        self._sentences = None
+        self._tokens = None
+        self.headings = _heading_spans(text)
+
+    @property
+    def sentences(self):
+        """Sentence spans ``(start, end)``, computed on first use."""
+        if self._sentences is None:
+            self._sentences = split_sentences(self.masked, self.text)
+        return self._sentences
+
+    def _keep(self, match, group, kind, role=""):
+        inner = match.group(group)
+        start = match.start(group)
+        self.markup.append(Markup(start, start + len(inner), kind, inner, role))
+        return " " * (start - match.start()) + inner + " " * (match.end() - start - len(inner))
+
+    def _role(self, match):
+        role = match.group(1)
+        content = match.group(2)
+        start, end = match.start(), match.end()
+        if role in ("pep", "rfc"):
+            number = re.match(r"\s*(\d+)", content)
+            if number:
+                label = f"{role.upper()} {number.group(1)}"
+                self.markup.append(Markup(start, end, "standard", label, role))
+            return " " * (end - start)
+        target = re.search(r"<([^<>]+)>\s*$", content)
+        label = content[: target.start()].strip() if target else content
+        if role in TERM_ROLES:
+            if role in ("ref", "doc") and not target and re.fullmatch(r"[\w./-]+", content):
+                return " " * (end - start)  # a bare label, not words
+            offset = match.start(2) + content.find(label)
+            self.markup.append(Markup(offset, offset + len(label), "term", label, role))
+            return " " * (offset - start) + label + " " * (end - offset - len(label))
+        name = (target.group(1) if target else content).strip().lstrip("~!.")
+        if name.endswith("()"):
+            name = name[:-2]
+        offset = match.start(2) + (content.find(label) if label else 0)
+        self.markup.append(Markup(offset, offset + len(label), "code", name, role))
+        return " " * (end - start)
+
+    def _literal(self, match):
+        raw = match.group(1)
+        inner = raw.strip()
+        if _looks_like_code(inner):
+            start = match.start(1) + raw.find(inner)
+            name = inner[:-2] if inner.endswith("()") else inner
+            self.markup.append(Markup(start, start + len(inner), "code", name, "literal"))
+        return " " * (match.end() - match.start())
+
+    def _code(self, match):
+        return self._literal(match)
+
+    def _link(self, match):
+        return self._keep(match, 1, "link")
+
+    def _mdlink(self, match):
+        return self._keep(match, 1, "link")
+
+    def _bold(self, match):
+        return self._keep(match, 1 if match.group(1) is not None else 2, "bold")
+
+    @property
+    def tokens(self):
+        """Per sentence, a list of ``(start, end, word)``."""
+        if self._tokens is None:
+            masked = self.masked
+            finditer = _WORD.finditer
+            self._tokens = [
+                [(m.start(), m.end(), m.group()) for m in finditer(masked, s, e)]
+                for s, e in self.sentences
+            ]
+        return self._tokens
+
+    def sentence_of(self, position):
+        """Index of the sentence containing ``position`` (binary search)."""
+        lo, hi = 0, len(self.sentences) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.sentences[mid][0] <= position:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def in_heading(self, position):
+        return any(s <= position < e for s, e in self.headings)
+
+
+_NOT_NEWLINE = re.compile(r"[^\n]+")
+
+
+def _blank_text(text):
+    if "\n" not in text:
+        return " " * len(text)
+    return _NOT_NEWLINE.sub(lambda m: " " * len(m.group()), text)
+
+
+def _mask_directives(text):
+    """Blank rST directive markers, and whole bodies of directives that hold no prose."""
+    if ".. " not in text:
+        return text
+    lines = text.split("\n")
+    out = []
+    skip_indent = None
+    for line in lines:
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if skip_indent is not None:
+            if not stripped or indent > skip_indent:
+                out.append(" " * len(line))
+                continue
+            skip_indent = None
+        match = _RST_DIRECTIVE.match(line)
+        if match:
+            name = match.group(2)
+            if name is None or name in _BLANKED_DIRECTIVES or name.startswith(("py:", "c:")):
+                out.append(" " * len(line))
+                skip_indent = indent
+                continue
+            # Keep the argument of prose directives (seealso, note, versionadded...).
+            marker = line.find("::") + 2
+            out.append(" " * marker + line[marker:])
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def _looks_like_code(text):
+    if not text or len(text) > 60 or text[0].isspace():
+        return False
+    if " " in text:
+        return len(text.split()) <= 3 and not re.search(r"[=<>+*/%(){}\[\],;\"']", text)
+    return bool(re.search(r"[A-Za-z_]", text))
+
+
+def _heading_spans(text):
+    spans = []
+    for match in _HEADING_LINE.finditer(text):
+        group = 1 if match.group(1) is not None else 2
+        spans.append((match.start(group), match.end(group)))
+    return spans
+
+
+_LINE_START = re.compile(r"(?:^|\n)([ \t]*(?:(?:[-*+•]|\d+[.)]|#\.)[ \t]+)?)(?=\S)")
+
+
+def _indent_breaks(text):
+    """Line breaks where the text column changes: definition lists, nested blocks.
+
+    Columns are measured after list markers, so a list item's wrapped lines stay together.
+    """
+    breaks = []
+    previous = None
+    for match in _LINE_START.finditer(text):
+        column = len(match.group(1))
+        at = match.start(1)
+        if previous is not None and column != previous and text[at - 2 : at] != "\n\n":
+            breaks.append(at)
+        previous = column
+    return breaks
+
+
+def split_sentences(text, layout=None):
+    """Sentence spans ``(start, end)`` over ``text``; blank lines, list items and changes
+    of indentation split too. ``layout`` is the unmasked text, used for indentation."""
+    spans = []
+    start = 0
+    ends = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(text)]
+    if "\n" in text:
+        ends.extend((b, b) for b in _indent_breaks(layout or text) if b)
+        ends.sort()
+    for mstart, end in ends:
+        if end <= start:
+            continue
+        if text[mstart] == ".":
+            before = text[max(start, mstart - 6) : mstart]
+            word = re.search(r"([\w.]+)$", before)
+            if word and (
+                word.group(1).lower() in ABBREVIATIONS
+                or (len(word.group(1)) == 1 and word.group(1).isupper())
+            ):
+                continue
+            rest = text[end : end + 3].lstrip()
+            if rest and rest[0].islower():
+                continue
+        if text[start:end].strip():
+            spans.append(_trim(text, start, end))
+        start = end
+    if text[start:].strip():
+        spans.append(_trim(text, start, len(text)))
+    return spans
+
+
+def _trim(text, start, end):
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end)
+
+
+# ---------------------------------------------------------------------------------------
+# Extraction context
+
+
+@dataclass
+class ExtractionSettings:
+    """Extraction settings, stored under ``extract`` in ``graphrag_settings``."""
+
+    gazetteer_topk: int = 2000
+    gazetteer_min_freq: int = 2
+    ner: str = "auto"  # auto: spaCy when installed; off: never
+    llm_model: str | None = None
+    link_threshold: float = 0.72
+    cooccurrence_window: int = 1
+    embed_related_facts: bool = False
+    max_mentions_per_chunk: int = 400
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {k: v for k, v in (values or {}).items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+class ExtractionContext:
+    """Shared state for extractors in one run: settings, gazetteer, per-chunk analyses."""
+
+    def __init__(self, settings=None, gazetteer=None, embedder=None):
+        self.settings = settings or ExtractionSettings()
+        self.gazetteer = gazetteer or Gazetteer()
+        self.embedder = embedder
+        self.proper_words = frozenset()
+        self.cache = {}
+        self._analyses = {}
+
+    def analyze(self, chunk):
+        key = chunk.id
+        analysis = self._analyses.get(key)
+        if analysis is None or analysis.text is not chunk.text:
+            analysis = self._analyses[key] = Analysis(chunk.text)
+        return analysis
+
+    def start_document(self, chunks):
+        """Note which words the document capitalizes mid-sentence: its proper nouns.
+
+        Analyses are kept for the document being worked on, and dropped at the next one.
+        """
+        self.proper_words = proper_words(chunk.text for chunk in chunks)
+        self.cache = {}
+        self._analyses = {}
+
+
+_PROPER = re.compile(r"(?<=[a-z,;:)] )([A-Z][a-z]+[A-Za-z]*)")
+
+
+def proper_words(texts):
+    found = set()
+    for text in texts:
+        found.update(_PROPER.findall(text))
+    return frozenset(w for w in found if w.lower() not in STOPWORDS)
+
+
+def _snippet(text, start, end, width=60):
+    if start is None:
+        return ""
+    a = max(0, start - width)
+    b = min(len(text), end + width)
+    return " ".join(text[a:b].split())
+
+
+# ---------------------------------------------------------------------------------------
+# Default extractors
+
+
+def markup_mentions(chunk, context):
+    """Code spans, roles, literals, link texts and bold terms (Markdown and rST)."""
+    analysis = context.analyze(chunk)
+    text = chunk.text
+    mentions = []
+    for m in analysis.markup:
+        if m.kind == "standard":
+            mentions.append(
+                Mention(
+                    text[m.start : m.end], "standard", m.start, m.end, 1.0, {"role": m.role},
+                    name=m.text, extractor="markup",
+                )
+            )
+        elif m.kind == "code":
+            if not m.text:
+                continue
+            mentions.append(
+                Mention(
+                    text[m.start : m.end], "code", m.start, m.end, 0.95,
+                    {"codeFont": True, "role": m.role}, name=m.text, extractor="markup",
+                )
+            )
+        else:
+            words = m.text.split()
+            if not words or len(words) > 6 or not any(c.isalpha() for c in m.text):
+                continue
+            label = m.text.split(" (")[0].strip(" .,:;")
+            if label.lower() in STOPWORDS or label.lower() in HEADING_STOPLIST:
+                continue
+            typ = "term"
+            name = label
+            if label.islower():
+                name = " ".join(label.split()[:-1] + [lemma(label.split()[-1])])
+            mentions.append(
+                Mention(
+                    label, typ, m.start, m.start + len(label), 0.85,
+                    {m.kind: True, "role": m.role} if m.role else {m.kind: True},
+                    name=name, extractor="markup",
+                )
+            )
+    return mentions
+
+
+_STANDARD = re.compile(
+    r"\b(?:RFC|PEP|ISO(?:/IEC)?|IEC|IEEE|ECMA|FIPS|ANSI|NIST SP|BCP|STD)[ -]?\d+(?:[-:.]\d+)*(?![\w.]*\w)"
+)
+_VERSION = re.compile(r"(?<![\w.\-/])v?\d+\.\d+(?:\.\d+){0,2}(?:(?:a|b|rc|\.dev|\.post|-alpha|-beta|-rc)\d*)?(?![\w.]*\d|[%\w])")
+_ID = re.compile(r"\b(?:[A-Z][A-Z0-9]{1,}-\d+[A-Z0-9]*(?:-\d+)*|CVE-\d{4}-\d+|(?:bpo|gh|GH)-\d{3,})\b")
+_YEAR = re.compile(
+    r"(?:\b(?:in|since|from|until|by|of|before|after|during|around|early|late|mid)\s+"
+    r"(?:the\s+)?(?:(?:early|late|mid)\s+)?|\b(?:January|February|March|April|May|June|July|"
+    r"August|September|October|November|December)\s+(?:\d{1,2},\s+)?)"
+    r"((?:1[6-9]|20)\d\d(?:s|-\d\d-\d\d)?)\b"
+)
+
+
+def pattern_mentions(chunk, context):
+    """Standards, versions, identifiers and years by regular expression (seed 004 §6.3)."""
+    masked = context.analyze(chunk).masked
+    mentions = []
+    for match in _STANDARD.finditer(masked):
+        surface = match.group()
+        name = re.sub(r"^([A-Z/]+?)[ -]?(\d)", r"\1 \2", surface) if not surface.startswith(("ECMA-", "FIPS")) else surface
+        if surface.startswith("ECMA"):
+            name = surface.replace(" ", "-")
+        mentions.append(Mention(surface, "standard", match.start(), match.end(), 1.0, {"regex": "standard"}, name=name, extractor="patterns"))
+    for match in _VERSION.finditer(masked):
+        mentions.append(Mention(match.group(), "version", match.start(), match.end(), 0.9, {"regex": "version"}, extractor="patterns"))
+    for match in _ID.finditer(masked):
+        mentions.append(Mention(match.group(), "id", match.start(), match.end(), 0.9, {"regex": "id"}, extractor="patterns"))
+    for match in _YEAR.finditer(masked):
+        mentions.append(Mention(match.group(1), "DATE", match.start(1), match.end(1), 0.8, {"regex": "year"}, extractor="patterns"))
+    return mentions
+
+
+_CODE_TOKEN = re.compile(
+    r"(?<![\w.`/-])(?:"
+    r"_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*"  # snake_case, __main__
+    r"|__[a-z]+__(?:\.[a-z]+)?"
+    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # dotted.names, files.txt
+    r"|[a-z]+[A-Z][A-Za-z0-9]*"  # camelCase, macOS
+    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"  # CamelCase
+    r"|[A-Z]{2,}[a-z]+[A-Za-z0-9]*"  # SQLite-like
+    r")(?:\(\))?(?![\w-])"
+)
+
+
+def identifier_mentions(chunk, context):
+    """CamelCase, snake_case and dotted API tokens in running text."""
+    masked = context.analyze(chunk).masked
+    mentions = []
+    for match in _CODE_TOKEN.finditer(masked):
+        surface = match.group()
+        name = surface[:-2] if surface.endswith("()") else surface
+        if "." in name:
+            parts = name.split(".")
+            if any(len(p) < 2 for p in parts) or name.lower() in ABBREVIATIONS:
+                continue
+        if name in UNITS:
+            continue
+        if "_" in name or "." in name or surface.endswith("()"):
+            typ, score = "code", 0.9
+        else:
+            typ, score = "name", 0.8  # JavaScript, PostgreSQL: a name written in CamelCase
+        mentions.append(Mention(surface, typ, match.start(), match.end(), score, {"identifier": True}, name=name, extractor="identifiers"))
+    return mentions
+
+
+def _is_cap(word):
+    return word[0].isupper()
+
+
+def name_mentions(chunk, context):
+    """Capitalised names: runs of capitalised words, acronyms, initials (``Fred L. Drake``)."""
+    analysis = context.analyze(chunk)
+    masked = analysis.masked
+    proper = context.proper_words
+    mentions = []
+    for (s_start, s_end), tokens in zip(analysis.sentences, analysis.tokens):
+        if not tokens or _title_case(tokens):
+            continue
+        i = 0
+        n = len(tokens)
+        first_start = tokens[0][0]
+        while i < n:
+            start, end, word = tokens[i]
+            if not word[0].isupper() or word.lower() in STOPWORDS and not word.isupper() or word in SHOUTING or word in UNITS:
+                i += 1
+                continue
+            j = i + 1
+            last = i
+            while j < n:
+                gap = masked[tokens[j - 1][1] : tokens[j][0]]
+                w = tokens[j][2]
+                bare = gap.strip()
+                if "\n\n" in gap or "'" in tokens[j - 1][2] or (bare and bare not in (".", ",")) or (
+                    bare == "." and len(tokens[j - 1][2]) != 1
+                ) or (bare == "," and w not in ("Jr", "Sr")):
+                    break
+                if w[0].isupper() and w not in SHOUTING and not (w.lower() in STOPWORDS and not w.isupper()):
+                    last = j
+                    j += 1
+                elif (
+                    w.lower() in NAME_CONNECTORS and j + 1 < n and tokens[j + 1][2][0].isupper()
+                    and not tokens[j - 1][2].isupper() and not tokens[j + 1][2].isupper()
+                ):
+                    j += 1
+                else:
+                    break
+            span_tokens = tokens[i : last + 1]
+            i = last + 1
+            while len(span_tokens) > 1 and span_tokens[0][0] == first_start and span_tokens[0][2].lower() in COMMON_ADJECTIVES:
+                span_tokens = span_tokens[1:]  # "Official BLAKE2 website"
+            words = [t[2] for t in span_tokens]
+            at_start = span_tokens[0][0] == first_start
+            if len(words) == 1:
+                w = words[0]
+                if w.isupper() and len(w) >= 2 or _mixed_case(w):
+                    pass  # acronyms and mixed case are names wherever they stand
+                elif at_start and w not in proper:
+                    continue  # "Frogs are amphibians": a capitalised common word
+                elif len(w) < 2:
+                    continue
+            a, b = span_tokens[0][0], span_tokens[-1][1]
+            if words[-1].endswith(("'s", "’s")):
+                b -= 2
+                words[-1] = words[-1][:-2]
+            if masked[b : b + 1] == "." and len(words[-1]) == 1:
+                b += 1
+            surface = chunk.text[a:b]
+            if re.fullmatch(r"[\d.]+", surface):
+                continue
+            mentions.append(Mention(surface, "name", a, b, 0.8 if len(words) > 1 else 0.7, {"capitalized": True}, extractor="names"))
+    return mentions
+
+
+def _mixed_case(word):
+    return any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
+
+
+def _title_case(tokens):
+    words = [t[2] for t in tokens if t[2][0].isalpha()]
+    if len(words) < 2 or len(words) > 12:
+        return False
+    caps = sum(1 for w in words if w[0].isupper() or w.lower() in STOPWORDS)
+    return caps == len(words) and sum(1 for w in words if w[0].isupper()) >= 2
+
+
+@lru_cache(maxsize=100_000)
+def word_class(word):
+    """Context-free class of a lower-case word: stop, verb, ambiguous, adverb, adj, noun."""
+    if word in STOPWORDS or len(word) < 2:
+        return "stop"
+    if word[0].isdigit():
+        return "number"
+    if word in AMBIGUOUS_FORMS:
+        return "ambiguous"
+    if word in VERB_FORMS:
+        return "verb"
+    if word.endswith("ly") and len(word) > 4 and word not in _LY_NOUNS:
+        return "adverb"
+    if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES):
+        return "adj"
+    return "noun"
+
+
+def concept_mentions(chunk, context):
+    """Noun-phrase concepts in ordinary prose (``damming a river...`` → dam, river, lake).
+
+    Runs of content words between stopwords, verbs and punctuation, trimmed of leading
+    and trailing adjectives; the head noun is lemmatized, and a compound's head is also
+    a mention of its own so that "stream blockages" meets "blockage".
+    """
+    analysis = context.analyze(chunk)
+    masked = analysis.masked
+    text = chunk.text
+    proper = context.proper_words
+    mentions = []
+    for tokens in analysis.tokens:
+        if not tokens:
+            continue
+        title = _title_case(tokens)
+        run = []
+        prev_class = "start"
+        prev_word = ""
+        n = len(tokens)
+        for k in range(n + 1):
+            if k < n:
+                start, end, word = tokens[k]
+                if k and masked[tokens[k - 1][1] : start].strip():
+                    _emit(run, mentions, text)
+                    run = []
+                    prev_class = "punct"
+                low = word.lower()
+                if "'" in low or "’" in low:
+                    if "n't" in low or "n’t" in low:
+                        low = "n't"
+                    else:
+                        low = re.split(r"['’]", low)[0]
+                cls = _classify(word, low, k, tokens, prev_class, prev_word, title, proper)
+            else:
+                cls = "end"
+            if cls in ("noun", "adj", "mod"):
+                run.append((start, end, low if cls != "mod" else word, cls))
+            else:
+                _emit(run, mentions, text)
+                run = []
+            if k < n:
+                prev_class = cls
+                prev_word = low
+    return mentions
+
+
+def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
+    if low in STOPWORDS or "n't" in low:
+        return "stop"
+    if word[0].isupper() and not title:
+        if k == 0 and word not in proper and not word.isupper() and not _mixed_case(word):
+            pass  # a capitalised first word is an ordinary word
+        else:
+            nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
+            if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous"):
+                return "mod"  # "Python package", "SQL interface"
+            return "name"
+    if "_" in low or "." in low or any(c.isdigit() for c in low):
+        return "other"
+    cls = word_class(low)
+    if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't"):
+        if cls in ("ambiguous", "noun", "verb") and not (prev_word == "to" and low.endswith("ing") and cls == "noun"):
+            return "verb"
+    if cls == "ambiguous":
+        if low.endswith(("ing", "ed")):
+            return _participle(low, k, tokens, prev_class, prev_word)
+        if prev_class in ("noun", "name", "mod", "other") and _verb_follows(low, k, tokens, prev_word):
+            return "verb"  # "Python uses the ...", "heart pumps blood"
+        return "noun"
+    if cls == "verb":
+        if low.endswith(("ing", "ed")) and low not in _IRREGULAR_VERB_FORMS:
+            return _participle(low, k, tokens, prev_class, prev_word)
+        return "verb"
+    if cls == "noun" and low.endswith("ed") and len(low) > 4:
+        return _participle(low, k, tokens, prev_class, prev_word)
+    if (
+        cls == "noun" and low.endswith("s") and not low.endswith(_KEEP_S)
+        and prev_class in ("noun", "name", "mod", "other") and k + 1 < len(tokens)
+    ):
+        nxt = tokens[k + 1][2]
+        if nxt.lower() in DETERMINERS or nxt[0].isupper() or (
+            word_class(nxt.lower()) == "verb" and not nxt.endswith("ing")
+        ):
+            return "verb"  # "the release bundles Tcl/Tk"
+    if cls == "noun" and prev_word in ("this", "that", "which", "who") and low.endswith("s") and not low.endswith(_KEEP_S):
+        return "verb"  # "this simplifies", "that conducts"
+    return cls
+
+
+def _verb_follows(low, k, tokens, prev_word):
+    """After a noun, does this -s (or plural-subject base) form look like the verb?"""
+    if k + 1 >= len(tokens):
+        return False
+    nxt = tokens[k + 1][2]
+    nlow = nxt.lower()
+    if low.endswith("s") and not low.endswith("ss"):
+        if nlow in DETERMINERS or nxt[0].isupper() or nxt[0].isdigit():
+            return True
+        if nlow.endswith("ing"):
+            return False  # "codes using hashes"
+        return nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj", "verb", "ambiguous")
+    if prev_word.endswith("s") and not prev_word.endswith("ss"):
+        return nlow in DETERMINERS or (nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj"))
+    return False
+
+
+def _participle(low, k, tokens, prev_class, prev_word):
+    """An -ing/-ed word is a modifier before a noun after a determiner or list separator."""
+    nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
+    if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous") and nxt not in VERB_FORMS:
+        if prev_class in ("start", "punct", "stop") and (
+            prev_word in DETERMINERS or prev_word in ("of", "with", "by", "from", "in", "on", "into", "and", "or", "")
+            or prev_class == "punct"
+        ):
+            return "adj"
+    if low.endswith("ing") and low not in VERB_FORMS and prev_class in ("start", "punct", "stop") and prev_word not in ("is", "are", "was", "were", "be", "been"):
+        return "noun"  # a gerund as a head: "damming a river"
+    return "verb"
+
+
+def _emit(run, mentions, text):
+    if not run:
+        return
+    # Trim generic adjectives in front ("common", "lightweight"); participles and other
+    # modifiers stay ("flowing water", "dissolved oxygen"). Nothing but a noun ends it.
+    while run and run[0][3] == "adj" and (
+        len(run) == 1 or (run[0][2] in COMMON_ADJECTIVES and run[0][2] not in KEEP_ADJECTIVES)
+    ):
+        run = run[1:]
+    while run and run[-1][3] in ("adj", "mod"):
+        run = run[:-1]
+    if not run:
+        return
+    if len(run) > 4:
+        run = run[-4:]
+        while run and run[0][3] == "adj":
+            run = run[1:]
+    words = [r[2] for r in run]
+    head = words[-1]
+    head_lemma = lemma(head)
+    if head in KIND_NOUNS and (run[0][3] == "mod" or text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``")):
+        if len(words) == 1 or all(r[3] == "mod" for r in run[:-1]):
+            return  # "the OpenSSL library", "the :mod:`csv` module"
+    if len(words) == 1 and (head in GENERIC_NOUNS or head_lemma in GENERIC_NOUNS or len(head) < 3):
+        return
+    start, end = run[0][0], run[-1][1]
+    name = concept_name(words) if run[0][3] != "mod" else " ".join(words[:-1] + [lemma(head)])
+    if len(words) > 1 and all(w in GENERIC_NOUNS or w in COMMON_ADJECTIVES for w in words):
+        return
+    score = 0.6 if len(words) == 1 else 0.7
+    mentions.append(Mention(text[start:end], "concept", start, end, score, {"np": len(words)}, name=name, extractor="concepts"))
+    if len(words) > 1 and head_lemma not in GENERIC_NOUNS and len(head) >= 3:
+        hs, he = run[-1][0], run[-1][1]
+        mentions.append(Mention(text[hs:he], "concept", hs, he, 0.5, {"np": 1, "head": True}, name=lemma(head), extractor="concepts"))
+
+
+_STEP = re.compile(r"^[ \t]*(?:(\d+)[.)]|#\.|(?:Step|STEP) (\d+)[:.])[ \t]+(\S[^\n]*)", re.M)
+_IMPERATIVES = frozenset(_VERB_BASES) | frozenset(_AMBIGUOUS_BASES) | frozenset(
+    """acknowledge check confirm download clean photograph revoke reload push open watch
+    decide post follow look try add package restart stop start verify ensure set configure
+    run install create delete copy edit enable disable update upgrade wait leave mark move
+    ask tell issue book replace remove rotate restore test build deploy clone type select
+    click go make keep use call log sign fill wipe drain rinse mix heat pour cut measure
+    record compare collect""".split()
+)
+_CONDITIONS = frozenset("if when once after before optionally then finally next first".split())
+_MARKUP_CHARS = re.compile(r"\*\*|__|`+|:[a-z:]+:(?=`)")
+
+
+def step_mentions(chunk, context):
+    """Numbered procedure steps (``1.``, ``#.``, ``Step 2:``), one mention each.
+
+    A numbered list counts as a procedure when most items open with an imperative verb
+    ("Install ...") or a condition ("If ..."); each step is named by its first words.
+    """
+    text = chunk.text
+    items = []
+    count = 0
+    for match in _STEP.finditer(text):
+        number = match.group(1) or match.group(2)
+        count = int(number) if number else count + 1
+        items.append((count, match.group(2) is not None, match.start(3), match.group(3)))
+    steps = []
+    run = []
+    for item in items + [None]:
+        if item is not None and (not run or item[0] == run[-1][0] + 1):
+            run.append(item)
+            continue
+        if len(run) > 1:
+            steps.extend(_procedure(run))
+        run = [item] if item is not None and item[0] == 1 else []
+    mentions = []
+    for number, start, line in steps:
+        plain = _MARKUP_CHARS.sub("", line)
+        words = re.split(r"(?<=[.:;])\s", plain)[0]
+        name = " ".join(words.split()[:8]).rstrip(".:;,")
+        if name:
+            mentions.append(Mention(line, "step", start, start + len(line), 0.8, {"step": number}, name=name, extractor="steps"))
+    return mentions
+
+
+def _procedure(run):
+    def opens_step(line, labelled):
+        first = re.sub(r"[^A-Za-z]", "", _MARKUP_CHARS.sub("", line).split(" ", 1)[0]).lower()
+        return labelled or first in _IMPERATIVES or first in _CONDITIONS
+
+    hits = sum(1 for _, labelled, _, line in run if opens_step(line, labelled))
+    if hits * 2 < len(run):
+        return []
+    return [(number, start, line) for number, _, start, line in run]
+
+
+def gazetteer_mentions(chunk, context):
+    """Terms mined across the corpus (titles, headings, bold, code) found in this chunk."""
+    gazetteer = context.gazetteer
+    if not gazetteer.terms:
+        return []
+    analysis = context.analyze(chunk)
+    text = chunk.text
+    mentions = []
+    first = gazetteer.first
+    for tokens in analysis.tokens:
+        n = len(tokens)
+        k = 0
+        while k < n:
+            low = tokens[k][2].lower()
+            options = first.get(low)
+            if not options:
+                k += 1
+                continue
+            matched = None
+            for length in options:
+                if k + length > n:
+                    continue
+                key = tuple(t[2].lower() for t in tokens[k : k + length])
+                entry = gazetteer.terms.get(key)
+                if entry:
+                    matched = (length, entry)
+                    break
+            if not matched:
+                k += 1
+                continue
+            length, (term, typ, freq) = matched
+            a, b = tokens[k][0], tokens[k + length - 1][1]
+            mentions.append(
+                Mention(text[a:b], typ, a, b, 0.75, {"isGazetteerHit": True, "gazetteerFreq": freq}, name=term, extractor="gazetteer")
+            )
+            k += length
+    return mentions
+
+
+# ---------------------------------------------------------------------------------------
+# Gazetteer mining (seed 004 §6.2)
+
+
+class Gazetteer:
+    """Terms keyed by their lower-case word tuple: ``{("virtual", "environment"): (term, type, freq)}``."""
+
+    def __init__(self, entries=()):
+        self.terms = {}
+        self.first = {}
+        for term, typ, freq in entries:
+            key = tuple(w.lower() for w in _WORD.findall(term))
+            if not key or key in self.terms:
+                continue
+            self.terms[key] = (term, typ, freq)
+        lengths = {}
+        for key in self.terms:
+            lengths.setdefault(key[0], set()).add(len(key))
+        self.first = {w: sorted(ls, reverse=True) for w, ls in lengths.items()}
+
+    def __len__(self):
+        return len(self.terms)
+
+
+def salient_terms(text, title=""):
+    """Candidate gazetteer terms of one document: ``{(norm, term, type)}``.
+
+    1–4-grams of its title and headings, and whole bold, link and code spans.
+    """
+    found = set()
+    phrases = [title] if title else []
+    codes = []
+    if text:
+        # A light scan of the raw text: no masking needed for these few patterns.
+        if "```" in text or "~~~" in text:
+            text = _FENCE.sub(_blank, text)
+        phrases += [m.group(1) or m.group(2) for m in _HEADING_LINE.finditer(text)]
+        for role, content in _ROLE.findall(text):
+            target = re.search(r"<([^<>]+)>\s*$", content)
+            if role in TERM_ROLES:
+                if target or not re.fullmatch(r"[\w./-]+", content):
+                    phrases.append(content[: target.start()] if target else content)
+            elif role in ("mod", "class", "func", "program", "command"):
+                codes.append((target.group(1) if target else content).strip().lstrip("~!."))
+        codes += _LITERAL.findall(text) + _CODE.findall(text)
+        phrases += _LINK.findall(text) + _MD_LINK.findall(text)
+        phrases += [a or b for a, b in _BOLD.findall(text)]
+    for code in codes:
+        code = code.strip()
+        if code.endswith("()"):
+            code = code[:-2]
+        if code and " " not in code and len(code) >= 2 and len(code) <= 60 and re.search(r"[A-Za-z]{2}", code):
+            found.add((normalize(code, "code"), code, "code"))
+    for phrase in phrases:
+        phrase = _ROLE.sub(lambda mm: mm.group(2), phrase).replace("`", " ")
+        words = [w for w in _WORD.findall(phrase) if not w[0].isdigit()]
+        for size in range(1, 5):
+            for i in range(0, len(words) - size + 1):
+                gram = words[i : i + size]
+                if gram[0].lower() in STOPWORDS or gram[-1].lower() in STOPWORDS:
+                    continue
+                lows = [w.lower() for w in gram]
+                if size == 1 and (
+                    lows[0] in GENERIC_NOUNS or lows[0] in HEADING_STOPLIST or lows[0].endswith(("ed", "ing"))
+                    or word_class(lows[0]) != "noun" or len(lows[0]) < 3
+                ):
+                    continue
+                if any(word_class(w) in ("verb", "adverb") for w in lows):
+                    continue
+                if all(w in HEADING_STOPLIST or w in GENERIC_NOUNS for w in lows):
+                    continue
+                term = " ".join(gram)
+                if term.isupper() or any(w[0].isupper() for w in gram[1:]) or _mixed_case(gram[0]):
+                    display = term
+                else:
+                    display = concept_name(gram)
+                found.add((normalize(display, "term"), display, "term"))
+    return found
+
+
+# ---------------------------------------------------------------------------------------
+# Combining extractor output
+
+
+def resolve_overlaps(mentions):
+    """Merge mentions of the same span; drop a mention crossing a stronger one.
+
+    Nested mentions stay (a compound and its head, a name inside a phrase). Same-span
+    mentions merge into the one with the most specific type, keeping all features.
+    """
+    by_span = {}
+    for m in mentions:
+        if m.start is None:
+            continue
+        key = (m.start, m.end)
+        best = by_span.get(key)
+        if best is None:
+            by_span[key] = m
+            continue
+        winner, loser = (m, best) if _rank(m) > _rank(best) else (best, m)
+        merged = dict(loser.features)
+        merged.update(winner.features)
+        winner.features = merged
+        winner.score = max(winner.score, loser.score)
+        if loser.extractor and loser.extractor not in winner.extractor.split("+"):
+            winner.extractor = winner.extractor + "+" + loser.extractor
+        by_span[key] = winner
+    ordered = sorted(by_span.values(), key=lambda m: (-m.length, [-x for x in _rank(m)], m.start))
+    kept = []
+    for m in ordered:
+        crossing = False
+        for k in kept:
+            if m.start < k.end and k.start < m.end:
+                inside = k.start <= m.start and m.end <= k.end
+                # A concept inside a name or identifier is part of that name.
+                if not inside or (m.type == "concept" and k.type != "concept"):
+                    crossing = True
+                    break
+        if not crossing:
+            kept.append(m)
+    kept.sort(key=lambda m: (m.start, -m.length))
+    return kept
+
+
+def _rank(m):
+    return (TYPE_PRIORITY.get(m.type, 4), m.score)
+
+
+_PRONOUN = re.compile(
+    r"\b(?:(It|it|They|they|Its|its)|(?:(This|this|These|these|The|the) (module|package|library|"
+    r"function|method|class|service|tool|program|command|format|protocol|standard|api|API|object|"
+    r"type|file|interface|framework|application|system|project|database|server|device|process)))\b"
+)
+_CODE_HINTS = frozenset("module package library function method class api object type interface framework".split())
+
+
+def coref_lite(chunk, mentions, analysis, subject=None):
+    """Resolve pronouns and demonstratives to the nearest compatible mention (seed 004 §6.4).
+
+    A pronoun that opens a sentence takes the subject (first named mention) of the previous
+    sentence; one that opens a clause, the subject of its own sentence; otherwise the last
+    named mention before it. "This module"-style phrases take the document subject when
+    it is code, else the last code or name. Returns new mentions whose ``antecedent`` is
+    the mention they stand for; they never leave the chunk, except for the subject.
+    """
+    masked = analysis.masked
+    anchors = sorted(
+        (m for m in mentions if m.type not in ("concept", "version", "DATE", "step") and not m.features.get("head")),
+        key=lambda m: m.start,
+    )
+    by_sentence = {}
+    for m in anchors:
+        by_sentence.setdefault(analysis.sentence_of(m.start), []).append(m)
+    taken = {(m.start, m.end) for m in mentions}
+    result = []
+    for match in _PRONOUN.finditer(masked):
+        start, end = match.span()
+        if (start, end) in taken or _expletive(masked, end):
+            continue
+        noun = (match.group(3) or "").lower()
+        index = analysis.sentence_of(start)
+        sentence_start = analysis.sentences[index][0]
+        opening = start == sentence_start
+        if noun and match.group(2) in ("The", "the") and not opening:
+            continue
+        before = [m for m in by_sentence.get(index, ()) if m.end <= start]
+        previous = None
+        for back in (1, 2):
+            if by_sentence.get(index - back):
+                previous = by_sentence[index - back][0]
+                break
+        if noun:
+            if noun in _CODE_HINTS and subject is not None and subject.type == "code":
+                antecedent = subject
+            else:
+                wanted = ("code",) if noun in _CODE_HINTS else ("code", "name", "term", "ORG", "PRODUCT")
+                candidates = [m for m in before if m.type in wanted]
+                antecedent = candidates[-1] if candidates else (previous if previous and previous.type in wanted else subject)
+        elif opening or re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start]):
+            antecedent = previous or (before[0] if before else subject)
+        else:
+            antecedent = before[-1] if before else previous
+        if antecedent is None:
+            continue
+        antecedent = antecedent.antecedent or antecedent
+        mention = Mention(
+            chunk.text[start:end], antecedent.type, start, end, 0.5,
+            {"coref": True, "antecedent": antecedent.name},
+            name=antecedent.name, norm=antecedent.norm, antecedent=antecedent, extractor="coref",
+        )
+        result.append(mention)
+        chain = by_sentence.setdefault(index, [])
+        chain.append(mention)
+        chain.sort(key=lambda m: m.start)
+    return result
+
+
+_EXPLETIVE = re.compile(r"(?:'s|’s|\s+(?:is|was|will be|would be|may be|can be|seems))(?:\s+(?:also|not|often|usually|now))?\s+(\w+)")
+
+
+def _expletive(masked, end):
+    """"It is possible to...", "it's recommended": no entity stands behind the pronoun."""
+    match = _EXPLETIVE.match(masked, end)
+    if not match:
+        return False
+    word = match.group(1).lower()
+    return word in ("possible", "recommended", "important", "necessary", "likely", "easy", "hard", "worth", "best", "better", "a", "an", "the", "sufficient", "common", "safe", "unlikely", "impossible") and word not in ("a", "an", "the") or word_class(word) == "adj"
+
+
+def subject_mention(title):
+    """The entity a document is about, from its title: ``:mod:`json` --- JSON...`` → json."""
+    if not title:
+        return None
+    analysis = Analysis(title)
+    for m in analysis.markup:
+        if m.kind == "code" and m.text:
+            return Mention(m.text, "code", None, None, 0.9, {"inTitle": True}, extractor="title")
+    head = re.split(r"\s+(?:—|--|---|–|:|-)\s+", title.strip(), maxsplit=1)[0].strip(" *`#")
+    words = head.split()
+    if not words or len(words) > 5:
+        return None
+    if len(words) == 1 and head.islower() and re.fullmatch(r"[\w.]+", head):
+        return Mention(head, "code", None, None, 0.8, {"inTitle": True}, extractor="title")
+    if head.lower() in HEADING_STOPLIST or all(w.lower() in STOPWORDS or w.lower() in HEADING_STOPLIST for w in words):
+        return None
+    typ = "name" if all(w[0].isupper() for w in words) and len(words) <= 3 else "term"
+    return Mention(head, typ, None, None, 0.8, {"inTitle": True}, extractor="title")
+
+
+def finish_mentions(chunk, mentions, context):
+    """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
+    analysis = context.analyze(chunk)
+    mentions = resolve_overlaps(mentions)
+    corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
+    if corefs:
+        spans = [(c.start, c.end) for c in corefs]
+        mentions = [
+            m for m in mentions
+            if not any(a <= m.start and m.end <= b for a, b in spans)
+        ] + corefs
+    mentions.sort(key=lambda m: (m.start, -m.length))
+    limit = context.settings.max_mentions_per_chunk
+    if len(mentions) > limit:
+        mentions = sorted(mentions, key=lambda m: -m.score)[:limit]
+        mentions.sort(key=lambda m: (m.start, -m.length))
+    text = chunk.text
+    for m in mentions:
+        m.sentence = analysis.sentence_of(m.start)
+        if analysis.in_heading(m.start):
+            m.features["inHeading"] = True
+        if not m.snippet:
+            m.snippet = _snippet(text, m.start, m.end)
+    return mentions
+
+
+# ---------------------------------------------------------------------------------------
+# Optional spaCy named entities
+
+SPACY_LABELS = {"PERSON": "PERSON", "ORG": "ORG", "GPE": "GPE", "LOC": "GPE", "PRODUCT": "PRODUCT", "DATE": "DATE"}
+
+
+@lru_cache(maxsize=1)
+def spacy_pipeline():
+    """spaCy's small English model with only its NER, or None when it is not installed."""
+    try:
+        import spacy
+
+        return spacy.load("en_core_web_sm", exclude=["parser", "lemmatizer", "attribute_ruler", "tagger"])
+    except (ImportError, OSError):
+        return None
+
+
+def spacy_mentions(chunk, context):
+    """PERSON/ORG/GPE/PRODUCT/DATE from spaCy NER, when the ``spacy`` extra is installed."""
+    if context.settings.ner == "off":
+        return []
+    nlp = spacy_pipeline()
+    if nlp is None:
+        return []
+    masked = context.analyze(chunk).masked
+    mentions = []
+    for ent in nlp(masked).ents:
+        typ = SPACY_LABELS.get(ent.label_)
+        if typ is None or not ent.text.strip():
+            continue
+        mentions.append(
+            Mention(chunk.text[ent.start_char : ent.end_char], typ, ent.start_char, ent.end_char, 0.85, {"ner": ent.label_}, extractor="spacy")
+        )
+    return mentions

@@ -1,0 +1,329 @@
+"""Entity linking (seed 004 §7): blocking on ``norm``, fuzzy candidates, a weighted score.
+
+The ``Linker`` holds every entity's norm, type and aliases in memory for one run, so
+candidate lookups are dictionary and set operations; vectors are fetched only when a
+score needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .extraction import GENERIC_TYPES, normalize
+
+FUZZY_TYPES = frozenset({"name", "term", "PERSON", "ORG", "GPE", "PRODUCT"})
+WEIGHTS = {"cosine": 0.45, "string": 0.25, "type": 0.15, "context": 0.10, "popularity": 0.05}
+DEFAULT_THRESHOLD = 0.72
+JACCARD_MIN = 0.6
+COMMON_TOKEN_LIMIT = 200
+
+
+@dataclass(eq=False)
+class Entity:
+    """A canonical entity as the linker sees it."""
+
+    id: int
+    type: str
+    name: str
+    norm: str
+    aliases: list = field(default_factory=list)
+    description: str | None = None
+    popularity: int = 0
+    defined: bool = False
+    new: bool = False
+    changed: bool = False
+    reembed: bool = False
+    vector: object = None
+
+    @property
+    def tokens(self):
+        return frozenset(_tokens(self.name))
+
+    def add_alias(self, surface):
+        surface = " ".join(surface.split())
+        if surface and surface not in self.aliases and len(self.aliases) < 50:
+            self.aliases.append(surface)
+            self.changed = True
+
+
+def _tokens(text):
+    return [t for t in normalize_tokens(text) if t]
+
+
+def normalize_tokens(text):
+    return [normalize(w) for w in text.replace("_", " ").replace(".", " ").split()]
+
+
+def compatible(mention_type, entity_type):
+    """Generic mentions link to any type; specific ones only to their type or a generic one."""
+    return (
+        mention_type == entity_type
+        or mention_type in GENERIC_TYPES
+        or entity_type in GENERIC_TYPES
+    )
+
+
+def edit_distance_at_most_one(a, b):
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if abs(la - lb) > 1:
+        return False
+    if la == lb:
+        return sum(x != y for x, y in zip(a, b)) == 1
+    if la > lb:
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i:] == b[i + 1 :]
+
+
+def string_similarity(a, b):
+    """Similarity of two surfaces: normalized edit similarity or token Jaccard, the higher."""
+    na, nb = normalize(a), normalize(b)
+    if na == nb:
+        return 1.0
+    edit = 1.0 - _levenshtein(na, nb) / max(len(na), len(nb), 1)
+    ta, tb = set(_tokens(a)), set(_tokens(b))
+    jaccard = len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+    return max(edit, jaccard)
+
+
+def _levenshtein(a, b):
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def _digits(text):
+    return "".join(c for c in text if c.isdigit())
+
+
+class Linker:
+    """Links mentions to entities, creating new ones below the threshold."""
+
+    def __init__(self, entities=(), *, embedder=None, threshold=DEFAULT_THRESHOLD, next_id=1, vector_loader=None):
+        self.embedder = embedder
+        self.threshold = threshold
+        self.vector_loader = vector_loader
+        self.entities = {}
+        self.by_norm = {}
+        self.deletes = {}
+        self.by_token = {}
+        self.next_id = next_id
+        for entity in entities:
+            self._index(entity)
+            self.next_id = max(self.next_id, entity.id + 1)
+
+    @classmethod
+    def from_db(cls, db, *, embedder=None, threshold=DEFAULT_THRESHOLD):
+        """Load every active entity of ``db`` into memory."""
+        rows = db.execute(
+            "select id, type, name, norm, aliases, description, popularity, meta "
+            "from entities where status = 'active'"
+        )
+        entities = []
+        for id, type, name, norm, aliases, description, popularity, meta in rows:
+            meta = json.loads(meta) if meta else {}
+            entities.append(
+                Entity(id, type, name, norm, json.loads(aliases or "[]"), description, popularity or 0, bool(meta.get("defined")))
+            )
+        max_id = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
+        collection = db.execute("select id from collections where name = 'entities'").fetchone()
+
+        def load_vector(entity_id):
+            if collection is None:
+                return None
+            row = db.execute(
+                "select embedding from embeddings where collection_id = ? and id = ?",
+                [collection[0], str(entity_id)],
+            ).fetchone()
+            return np.frombuffer(row[0], dtype="<f4") if row else None
+
+        return cls(entities, embedder=embedder, threshold=threshold, next_id=max_id + 1, vector_loader=load_vector)
+
+    # -- the index ------------------------------------------------------------------------
+
+    def _index(self, entity):
+        self.entities[entity.id] = entity
+        self.by_norm.setdefault(entity.norm, []).append(entity)
+        if entity.type in FUZZY_TYPES:
+            if len(entity.norm) >= 5:
+                for variant in self._deletions(entity.norm):
+                    self.deletes.setdefault(variant, set()).add(entity.id)
+            for token in entity.tokens:
+                self.by_token.setdefault(token, set()).add(entity.id)
+
+    @staticmethod
+    def _deletions(norm):
+        return {norm} | {norm[:i] + norm[i + 1 :] for i in range(len(norm))}
+
+    def remove(self, entity):
+        """Forget ``entity`` (deleted because nothing mentions it any more)."""
+        self.entities.pop(entity.id, None)
+        same = self.by_norm.get(entity.norm, [])
+        if entity in same:
+            same.remove(entity)
+        for variant in self._deletions(entity.norm):
+            self.deletes.get(variant, set()).discard(entity.id)
+        for token in entity.tokens:
+            self.by_token.get(token, set()).discard(entity.id)
+
+    def create(self, mention):
+        entity = Entity(self.next_id, mention.type, mention.name, mention.norm, [], new=True)
+        entity.add_alias(mention.surface)
+        entity.changed = False
+        self.next_id += 1
+        self._index(entity)
+        return entity
+
+    # -- candidates -----------------------------------------------------------------------
+
+    def exact_candidates(self, mention):
+        return [e for e in self.by_norm.get(mention.norm, ()) if compatible(mention.type, e.type)]
+
+    def fuzzy_candidates(self, mention):
+        """Entities within edit distance 1 of the norm, or sharing ≥ 60% of the words."""
+        if mention.type not in FUZZY_TYPES:
+            return []
+        found = set()
+        norm = mention.norm
+        if len(norm) >= 5:
+            for variant in self._deletions(norm):
+                for entity_id in self.deletes.get(variant, ()):
+                    entity = self.entities.get(entity_id)
+                    if entity and edit_distance_at_most_one(norm, entity.norm):
+                        found.add(entity_id)
+        tokens = set(_tokens(mention.name))
+        if len(tokens) > 1:
+            counts = {}
+            for token in tokens:
+                ids = self.by_token.get(token, ())
+                if len(ids) > COMMON_TOKEN_LIMIT:
+                    continue
+                for entity_id in ids:
+                    counts[entity_id] = counts.get(entity_id, 0) + 1
+            for entity_id, shared in counts.items():
+                entity = self.entities[entity_id]
+                other = entity.tokens
+                if shared / len(tokens | other) >= JACCARD_MIN:
+                    found.add(entity_id)
+        result = []
+        for entity_id in found:
+            entity = self.entities[entity_id]
+            if entity.norm == norm or not compatible(mention.type, entity.type):
+                continue
+            if _digits(entity.norm) != _digits(norm):
+                continue  # uuid1 is not uuid4, RFC 7159 is not RFC 7158
+            result.append(entity)
+        return result
+
+    # -- scoring --------------------------------------------------------------------------
+
+    def score(self, mention, entity, mention_vector=None, context_tokens=frozenset()):
+        """Seed 004 §7: 0.45 cosine + 0.25 string + 0.15 type + 0.10 context + 0.05 popularity."""
+        cosine = 0.0
+        if mention_vector is not None:
+            vector = self.entity_vector(entity)
+            if vector is not None:
+                cosine = max(0.0, float(np.dot(mention_vector, vector)))
+        string = max(
+            [string_similarity(mention.name, entity.name)]
+            + [string_similarity(mention.surface, alias) for alias in entity.aliases[:10]]
+        )
+        type_prior = 1.0 if mention.type == entity.type else 0.6
+        description = set(_tokens(entity.description or ""))
+        context = len(context_tokens & description) / len(context_tokens | description) if context_tokens and description else 0.0
+        popularity = min(1.0, math.log1p(entity.popularity) / math.log1p(100))
+        return (
+            WEIGHTS["cosine"] * cosine
+            + WEIGHTS["string"] * string
+            + WEIGHTS["type"] * type_prior
+            + WEIGHTS["context"] * context
+            + WEIGHTS["popularity"] * popularity
+        )
+
+    def entity_vector(self, entity):
+        if entity.vector is None and not entity.new and self.vector_loader is not None:
+            entity.vector = self.vector_loader(entity.id)
+        if entity.vector is None and self.embedder is not None:
+            entity.vector = self.embedder.encode([entity_text(entity)])[0]
+        return entity.vector
+
+    def mention_vector(self, mention):
+        if self.embedder is None:
+            return None
+        return self.embedder.encode([f"{mention.surface} {mention.snippet}"])[0]
+
+    # -- linking --------------------------------------------------------------------------
+
+    def link(self, mention, context_tokens=frozenset()):
+        """Link one mention; returns ``(entity, score, created)``.
+
+        A unique exact norm of the same type is the same entity (seed 003 dedups on
+        normalized name and label); several exact candidates, or only fuzzy ones, are
+        scored and the best is taken at or above the threshold. Otherwise a new entity.
+        """
+        if mention.antecedent is not None and mention.antecedent.entity is not None:
+            return mention.antecedent.entity, round((mention.antecedent.link_score or 1.0) * 0.8, 4), False
+        exact = self.exact_candidates(mention)
+        same_type = [e for e in exact if e.type == mention.type]
+        if len(same_type) == 1 and len(exact) == 1:
+            return same_type[0], 1.0, False
+        if len(exact) == 1:
+            entity = exact[0]
+            if entity.type in GENERIC_TYPES and mention.type not in GENERIC_TYPES:
+                entity.type = mention.type  # a name seen as code: refine the type
+                entity.changed = True
+                return entity, 1.0, False
+            return entity, 0.9, False
+        vector = None
+        if exact:
+            vector = self.mention_vector(mention)
+            best = max(exact, key=lambda e: (self.score(mention, e, vector, context_tokens), e.type == mention.type, e.popularity))
+            return best, round(self.score(mention, best, vector, context_tokens), 4), False
+        fuzzy = self.fuzzy_candidates(mention)
+        if fuzzy:
+            vector = self.mention_vector(mention)
+            scored = sorted(
+                ((self.score(mention, e, vector, context_tokens), e.id, e) for e in fuzzy),
+                key=lambda t: (-t[0], t[1]),
+            )
+            best_score, _, best = scored[0]
+            if best_score >= self.threshold:
+                best.add_alias(mention.surface)
+                return best, round(best_score, 4), False
+        return self.create(mention), 1.0, True
+
+    def same_as_candidates(self, entity):
+        """Existing entities a new one probably duplicates: fuzzy match scored ≥ threshold."""
+        from .extraction import Mention
+
+        probe = Mention(entity.name, entity.type, None, None, name=entity.name, norm=entity.norm)
+        found = []
+        for other in self.fuzzy_candidates(probe):
+            if other is entity or other.new and other.id > entity.id:
+                continue
+            vector = self.entity_vector(entity)
+            score = self.score(probe, other, vector)
+            if score >= self.threshold:
+                found.append((other, round(score, 4)))
+        return found
+
+
+def entity_text(entity):
+    """What an entity's vector is made from: its name and first defining sentence."""
+    if entity.description:
+        return f"{entity.name}: {entity.description}"
+    return entity.name

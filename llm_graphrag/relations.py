@@ -1,0 +1,377 @@
+"""Relation extraction, pattern first (seed 004 §8): verb patterns, document structure and
+weighted co-occurrence.
+
+Extractors are functions ``extractor(chunk, mentions, context)`` returning
+``RelationCandidate`` objects whose ends are mentions of that chunk; the engine turns them
+into relations between the entities the mentions link to, with confidence
+``pattern weight × proximity × link score``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
+# related_to for co-occurrence. Phrases make each relation a readable fact.
+REL_PHRASES = {
+    "defines": "defines",
+    "refers_to": "refers to",
+    "part_of": "is part of",
+    "uses": "uses",
+    "depends_on": "depends on",
+    "integrates_with": "integrates with",
+    "configured_via": "is configured via",
+    "precedes": "precedes",
+    "owned_by": "is owned by",
+    "located_in": "is located in",
+    "cites": "cites",
+    "same_as": "is the same as",
+    "is_a": "is a",
+    "causes": "causes",
+    "produces": "produces",
+    "related_to": "is related to",
+}
+SYMMETRIC = frozenset({"related_to", "same_as", "integrates_with"})
+
+
+@dataclass(eq=False)
+class RelationCandidate:
+    """A relation between two mentions of one chunk, with the sentence that supports it."""
+
+    src: object
+    dst: object
+    rel: str
+    weight: float = 1.0
+    proximity: float = 1.0
+    sentence: str = ""
+    extractor: str = ""
+
+    @property
+    def score(self):
+        return self.weight * self.proximity
+
+
+def fact_text(src_name, rel, dst_name):
+    """``Basin uses riffle``: the readable fact stored and embedded with a relation."""
+    phrase = REL_PHRASES.get(rel, rel.replace("_", " "))
+    if rel == "is_a" and dst_name[:1].lower() in "aeiou":
+        phrase = "is an"
+    return f"{src_name} {phrase} {dst_name}"
+
+
+_BE = r"(?:is|are|was|were|be|been|being)"
+_ADV = r"(?:\w+ly\s+)?"
+# (pattern, relation, weight, reversed): "reversed" means right side → left side.
+_PATTERNS = [
+    (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
+    (r"\b(?:uses|use|used|using|utili[sz]es|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
+    (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
+    (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
+    (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
+    (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b|\bfound\s+in\b", "part_of", 0.75, False),
+    (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
+    (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
+    (rf"\b{_BE}\s+{_ADV}configured\s+(?:via|through|with|by|using|in|from)\b", "configured_via", 0.85, False),
+    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)\s+by\b", "owned_by", 0.8, False),
+    (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
+    (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
+    (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
+    (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)\s+of\b", "is_a", 0.85, False),
+    (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
+    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|used|\w+ed|\w+ing)\b)", "is_a", 0.6, False),
+    (r",\s+(?:an?)\s+", "is_a", 0.55, False),
+    (r"\bsuch\s+as\b|\b(?:including|like)\b", "is_a", 0.55, True),
+    (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
+    (r"\b(?:causes|cause|caused|leads?\s+to|led\s+to|results?\s+in|triggers)\b", "causes", 0.8, False),
+    (r"\b(?:produces|produce|produced|generates|generate|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
+    (rf"\b{_BE}\s+{_ADV}(?:located|situated|based|available|hosted)\s+(?:in|on|at|from)\b", "located_in", 0.8, False),
+    (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
+    (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
+]
+_COMPILED = [(re.compile(p), rel, w, rev) for p, rel, w, rev in _PATTERNS]
+# All triggers in one expression, tried in the order above at each position.
+_TRIGGERS = re.compile("|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS)))
+# Words before a trigger that make it a noun ("for use by", "direct use of").
+_NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
+_COPULA_GAP = re.compile(r"^(?:\s*(?:\w+(?:-\w+)*))*\s*$")
+KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
+_SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
+_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:the\s+|an?\s+)?$")
+_CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
+_WORDS = re.compile(r"\w+")
+MAX_GAP_WORDS = 5
+
+
+def outer_mentions(mentions):
+    """Mentions not nested in another one, in text order (heads and inner names dropped)."""
+    result = []
+    for m in sorted(mentions, key=lambda m: (m.start, -m.length)):
+        if m.start is None:
+            continue
+        if result and m.end <= result[-1].end and m.start >= result[-1].start:
+            continue
+        result.append(m)
+    return result
+
+
+def _by_sentence(mentions):
+    groups = {}
+    for m in outer_mentions(mentions):
+        groups.setdefault(m.sentence, []).append(m)
+    return groups
+
+
+def _gap_words(text):
+    return len(_WORDS.findall(text))
+
+
+def pattern_relations(chunk, mentions, context):
+    """Verb and copula patterns between the nearest mentions around a trigger phrase."""
+    analysis = context.analyze(chunk)
+    masked = analysis.masked
+    subject = context.cache.get("subject")
+    found = []
+    groups = _by_sentence(mentions)
+    triggers = {}
+    for match in _TRIGGERS.finditer(masked):
+        index = analysis.sentence_of(match.start())
+        if len(groups.get(index, ())) > 1:
+            _, rel, weight, reverse = _COMPILED[int(match.lastgroup[1:])]
+            triggers.setdefault(index, []).append((match, rel, weight, reverse))
+    for index, group in groups.items():
+        s_start, s_end = analysis.sentences[index]
+        sentence = chunk.text[s_start:s_end]
+        used = set()
+        for match, rel, weight, reverse in triggers.get(index, ()):
+            if True:
+                t_start, t_end = match.span()
+                if t_end > s_end:
+                    continue
+                if any(a < t_end and t_start < b for a, b in used):
+                    continue
+                if any(m.start < t_end and t_start < m.end for m in group):
+                    continue  # the trigger is inside a mention ("data interchange format")
+                if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
+                    continue
+                left, left_gap = _left_of(group, t_start, masked, s_start)
+                rights = _rights_of(group, t_end, masked, s_end)
+                if left is None or not rights:
+                    continue
+                if rel == "is_a" and weight <= 0.6 and not _copula_ok(masked[t_end : rights[0][0].start]):
+                    continue
+                used.add((t_start, t_end))
+                lefts = _left_list(group, left, masked) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
+                for right, right_gap in rights:
+                    proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
+                    for l in lefts:
+                        src, dst = (right, l) if reverse else (l, right)
+                        if src.norm == dst.norm:
+                            continue
+                        found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
+        found.extend(_acronyms(group, masked, sentence))
+        if subject is not None:
+            for match in _SEE.finditer(masked, s_start, s_end):
+                for right, gap in _rights_of(group, match.end(), masked, s_end):
+                    if right.type in ("concept", "version", "DATE") or right.norm == subject.norm or right.name.lower() in KIND_NOUNS:
+                        continue
+                    found.append(RelationCandidate(subject, right, "cites", 0.7, 1.0 / (1.0 + 0.15 * gap), sentence, "patterns"))
+    return found
+
+
+def _copula_ok(between):
+    """Only determiners and modifiers between "is" and the category: "is a lightweight X"."""
+    words = _WORDS.findall(between)
+    return len(words) <= 3 and not re.search(r"[(),;:]", between) and not any(
+        w.lower() in _PREPOSITIONS for w in words
+    )
+
+
+_PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
+
+
+def _left_of(group, position, masked, s_start):
+    best = None
+    for m in group:
+        if m.end <= position:
+            best = m
+        elif m.start >= position:
+            break
+    if best is None:
+        return None, 0
+    between = masked[best.end : position]
+    if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between):
+        first = group[0]
+        if first.end <= position and first is not best:
+            return first, 1  # "It provides X, and requires Y": the sentence subject
+        return None, 0
+    gap = _gap_words(between)
+    if gap > MAX_GAP_WORDS or _CLAUSE_BREAK.search(between) or re.search(r"[()]", between):
+        return None, 0
+    if best.type == "concept" and best.name in KIND_NOUNS:
+        index = group.index(best)
+        if index and not masked[group[index - 1].end : best.start].strip():
+            return group[index - 1], gap  # ":mod:`sqlite3` module was written by" -> sqlite3
+    return best, gap
+
+
+def _rights_of(group, position, masked, s_end):
+    """The first mention after ``position`` and those coordinated with it ("X, Y and Z")."""
+    result = []
+    first = None
+    for m in group:
+        if m.start >= position:
+            first = m
+            break
+    if first is None:
+        return result
+    gap = _gap_words(masked[position : first.start])
+    between = masked[position : first.start]
+    if gap > MAX_GAP_WORDS or re.search(r"[;:.,()]", between) or _CLAUSE_BREAK.search(between):
+        return result
+    i = group.index(first)
+    if first.type == "concept" and " " not in first.name and i + 1 < len(group):
+        following = group[i + 1]
+        if following.type != "concept" and not masked[first.end : following.start].strip():
+            first, i = following, i + 1  # "internet RFC 1321" -> RFC 1321
+    result.append((first, gap))
+    previous = first
+    for m in group[i + 1 :]:
+        if _COORD.match(masked[previous.end : m.start]):
+            result.append((m, gap))
+            previous = m
+        else:
+            break
+    return result
+
+
+def _left_list(group, left, masked):
+    """``left`` and the mentions coordinated before it: "wind, flowing water and moving ice"."""
+    result = [left]
+    i = group.index(left)
+    while i > 0 and _COORD.match(masked[group[i - 1].end : group[i].start]):
+        i -= 1
+        result.append(group[i])
+    return result
+
+
+_PAREN = re.compile(r"^\s*\(\s*$")
+
+
+def _acronyms(group, masked, sentence):
+    """``Web Server Gateway Interface (WSGI)``: the name and its abbreviation are one thing."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if not _PAREN.match(masked[a.end : b.start]):
+            continue
+        short, long_ = (b, a) if len(b.name) < len(a.name) else (a, b)
+        initials = "".join(w[0] for w in re.findall(r"[A-Za-z]+", long_.name)).lower()
+        letters = re.sub(r"[^a-z]", "", short.name.lower())
+        if letters and (initials.startswith(letters) or letters in initials or _subsequence(letters, long_.name.lower())):
+            found.append(RelationCandidate(short, long_, "same_as", 0.9, 1.0, sentence, "patterns"))
+    return found
+
+
+def _subsequence(letters, text):
+    it = iter(text)
+    return all(c in it for c in letters) and letters[0] == text[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Structure: dependency sections, numbered steps, see-also blocks
+
+_DEPENDENCY_HEADING = re.compile(r"\b(?:dependencies|dependency|requirements|prerequisites|requires)\b", re.I)
+_CITES_HEADING = re.compile(r"\b(?:see also|references|related|further reading|bibliography)\b", re.I)
+_SEEALSO_DIRECTIVE = re.compile(r"^([ \t]*)\.\. seealso::[^\n]*\n((?:[ \t]*\n|\1[ \t]+[^\n]*\n?)*)", re.M)
+_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+([^\n]+)$|^([^\n]+)\n([=\-~^\"'`#*+])\3{2,}[ \t]*$", re.M)
+
+
+def structural_relations(chunk, mentions, context):
+    """Dependencies/Requirements sections → depends_on, steps → precedes, See also → cites."""
+    subject = context.cache.get("subject")
+    found = []
+    steps = sorted((m for m in mentions if m.type == "step"), key=lambda m: m.features.get("step", 0))
+    for a, b in zip(steps, steps[1:]):
+        if b.features.get("step") == a.features.get("step", 0) + 1:
+            found.append(RelationCandidate(a, b, "precedes", 0.9, 1.0, chunk.text[a.start : a.end], "structure"))
+    if subject is None:
+        return found
+    named = [
+        m for m in outer_mentions(mentions)
+        if m.type not in ("concept", "version", "DATE", "step") and m.norm != subject.norm
+        and not m.features.get("coref") and m.name.lower() not in KIND_NOUNS
+    ]
+    for kind, rel, weight, spans in (
+        ("dependencies", "depends_on", 0.8, _section_spans(chunk, _DEPENDENCY_HEADING)),
+        ("see-also", "cites", 0.7, _section_spans(chunk, _CITES_HEADING) + _seealso_spans(chunk.text)),
+    ):
+        for a, b in spans:
+            for m in named:
+                if a <= m.start < b:
+                    found.append(RelationCandidate(subject, m, rel, weight, 1.0, m.snippet, "structure"))
+    return found
+
+
+def _section_spans(chunk, heading_re):
+    """Spans of the chunk under a matching heading (the whole chunk if its section matches)."""
+    text = chunk.text
+    section = chunk.section or ""
+    trail = list(chunk.headings) if chunk.headings else [h for h in section.split(" > ") if h]
+    last_heading = trail[-1] if len(trail) > 1 else ""  # the first heading is the title
+    title = (chunk.title or "").strip().lower()
+    headings = [
+        (m.start(), m.end(), m.group(1) or m.group(2)) for m in _HEADING.finditer(text)
+        if (m.group(1) or m.group(2)).strip().lower() != title
+    ]
+    spans = []
+    if last_heading and last_heading.strip().lower() != title and heading_re.search(last_heading):
+        end = headings[0][0] if headings else len(text)
+        spans.append((0, end))
+    for i, (start, end, title) in enumerate(headings):
+        if heading_re.search(title):
+            stop = headings[i + 1][0] if i + 1 < len(headings) else len(text)
+            spans.append((end, stop))
+    return spans
+
+
+def _seealso_spans(text):
+    if ".. seealso::" not in text:
+        return []
+    return [(m.start(), m.end()) for m in _SEEALSO_DIRECTIVE.finditer(text)]
+
+
+# ---------------------------------------------------------------------------------------
+# Co-occurrence
+
+
+def cooccurrence_relations(chunk, mentions, context):
+    """``related_to`` between neighbouring mentions of a sentence, weighted by proximity.
+
+    Each mention is paired with the next ``cooccurrence_window`` mentions of other
+    entities in its sentence, so prose with no verb pattern still forms a connected graph.
+    """
+    analysis = context.analyze(chunk)
+    masked = analysis.masked
+    window = context.settings.cooccurrence_window
+    found = []
+    groups = {}
+    for m in outer_mentions(mentions):
+        if m.type == "step":
+            continue
+        groups.setdefault(m.sentence, []).append(m)
+    for index, group in groups.items():
+        group.sort(key=lambda m: (m.start, -m.length))
+        s_start, s_end = analysis.sentences[index]
+        sentence = chunk.text[s_start:s_end]
+        for i, a in enumerate(group):
+            taken = 0
+            for b in group[i + 1 :]:
+                if taken >= window:
+                    break
+                if b.norm == a.norm:
+                    continue
+                taken += 1
+                gap = _gap_words(masked[a.end : b.start]) if b.start >= a.end else 0
+                weight = 0.5 if min(a.score, b.score) >= 0.7 else 0.35
+                found.append(RelationCandidate(a, b, "related_to", weight, 1.0 / (1.0 + 0.1 * gap), sentence, "cooccurrence"))
+    return found

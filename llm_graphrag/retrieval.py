@@ -1,0 +1,612 @@
+"""Hybrid retrieval: FTS5 BM25 and vec0 KNN fused, then bridged through the graph.
+
+``hybrid_query(db, q, options)`` is the engine behind the ``hybrid_query`` tool. Modes:
+
+* ``bm25``: FTS5 BM25 over chunk text (porter tokenizer), question words OR-ed.
+* ``vector``: cosine KNN over the ``chunk_vec`` vec0 index.
+* ``hybrid``: reciprocal-rank fusion of the two, no graph.
+* ``graph``: ``hybrid``, then expansion from the confident seed chunks to the chunks
+  that complete them, through shared entities (mentions), relations traversed by
+  ``bfsvtab`` (up to ``hops``, filtered by ``rels``) and shared rare terms.
+
+Scoring follows seed 004 §14 with weights from config: a chunk's score is
+``semantic * relevance + graph * bridge``, where relevance is its fused rank score in
+[0, 1] and bridge sums, over the seeds that reach it, the seed's confidence times a
+decay on the chunk's rank among that seed's candidates, times the hop score and the
+relation weight of the path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MODES = ("bm25", "vector", "hybrid", "graph")
+BRIDGES = ("entities", "terms", "relations")
+DEFAULT_WEIGHTS = {"semantic": 1.0, "graph": 1.0}
+# Seed 004 §14: hop scores and relation weights. A bridge through a shared entity or
+# term is one hop; each relation traversed adds one more.
+HOP_SCORES = {0: 1.0, 1: 0.7, 2: 0.4, 3: 0.2}
+REL_WEIGHTS = {"defines": 1.0, "uses": 0.9, "depends_on": 0.8, "cites": 0.5}
+DEFAULT_REL_WEIGHT = 0.6
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_NGRAM = 3
+
+
+@dataclass
+class RetrievalOptions:
+    """Parameters of one ``hybrid_query`` call; the defaults are the measured ones."""
+
+    k: int = 10
+    hops: int = 2
+    rels: list | None = None
+    mode: str = "graph"
+    weights: dict | None = None  # {"semantic": .., "graph": ..}; None: config or default
+    fts_candidates: int = 50
+    vector_candidates: int = 50
+    rrf_k: int = 3
+    # Graph expansion
+    seeds: int = 1  # top fused chunks expanded
+    seed_sharpness: float = 4.0  # seed confidence = relevance ** sharpness
+    bridge_pool: int = 20  # candidates kept per seed
+    bridge_decay: float = 3.0  # contribution ~ 1 / (1 + rank / decay)
+    bridge_via: tuple = BRIDGES
+    fit: dict = field(
+        default_factory=lambda: {"bm25": 1.0, "cosine": 3.0, "seed": 1.0, "entities": 0.5}
+    )
+    term_candidates: int = 100
+    max_entity_chunks: int = 200  # entities in more chunks are too common to bridge
+    max_bridge_entities: int = 8
+    relation_roots: int = 3  # bridge entities whose relations are traversed
+    relation_targets: int = 50  # related entities followed to their chunks
+    snippet_chars: int = 240
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        unknown = set(self.bridge_via) - set(BRIDGES)
+        if unknown:
+            raise ValueError(f"bridge_via: unknown bridge {sorted(unknown)[0]!r}")
+        if self.k < 1:
+            raise ValueError("k must be at least 1")
+
+
+def hybrid_query(db, q, options=None):
+    """Ranked chunks for ``q`` with provenance, entities, edges and explanations.
+
+    ``db`` is a ``sqlite_utils.Database`` or a connection with the extensions loaded.
+    Returns seed 004 §11.4's JSON: ``{"chunks", "entities", "edges", "explanations"}``,
+    one explanation per chunk in the same order.
+    """
+    options = options or RetrievalOptions()
+    conn = getattr(db, "conn", db)
+    weights = dict(DEFAULT_WEIGHTS)
+    weights.update(options.weights or _setting(conn, "retrieval", {}).get("weights") or {})
+    state = _Query(conn, q, options)
+    if options.mode in ("bm25", "hybrid", "graph"):
+        state.keyword_search()
+    if options.mode in ("vector", "hybrid", "graph"):
+        state.vector_search()
+    state.fuse()
+    if options.mode == "graph" and options.hops > 0:
+        state.expand()
+    return state.result(weights)
+
+
+def _setting(conn, key, default=None):
+    """A ``graphrag_settings`` value read on ``conn`` itself (no new wrappers per query)."""
+    try:
+        row = conn.execute("select value from graphrag_settings where key = ?", [key]).fetchone()
+    except Exception:
+        return default
+    return json.loads(row[0]) if row else default
+
+
+_EMBEDDERS = {}
+
+
+def _embedder(conn):
+    """The database's embedder, loaded once per model."""
+    from .embeddings import get_embedder
+
+    model_id = _setting(conn, "embedding_model")
+    if model_id not in _EMBEDDERS:
+        _EMBEDDERS[model_id] = get_embedder(model_id)
+    return _EMBEDDERS[model_id]
+
+
+def query_words(text):
+    """Lower-case words of ``text`` without stopwords (all words when only stopwords)."""
+    from .extraction import STOPWORDS
+
+    words = [w.lower() for w in _WORD.findall(text or "")]
+    content = [w for w in words if w not in STOPWORDS and len(w) > 1]
+    return list(dict.fromkeys(content or words))
+
+
+def fts_match(words):
+    """An FTS5 expression matching any of ``words`` (quoted: never a syntax error)."""
+    return " OR ".join('"{}"'.format(w.replace('"', "")) for w in words)
+
+
+def _lemma(word):
+    from .extraction import lemma
+
+    return lemma(word)
+
+
+class _Query:
+    """The state of one query as it goes through search, fusion and expansion."""
+
+    def __init__(self, conn, q, options):
+        self.conn = conn
+        self.q = q
+        self.options = options
+        self.words = query_words(q)
+        self.bm25 = {}  # chunk id -> (rank, bm25 score, positive: higher is better)
+        self.vector = {}  # chunk id -> (rank, cosine similarity)
+        self.relevance = {}  # chunk id -> fused relevance in [0, 1]
+        self.order = []
+        self.bridge = {}  # chunk id -> summed bridge contribution
+        self.paths = {}  # chunk id -> best path dict
+        self.query_entities = {}
+        self._query_vector = None
+        self._embedder = None
+
+    # -- first hop ------------------------------------------------------------------
+
+    def keyword_search(self):
+        if not self.words:
+            return
+        rows = self.conn.execute(
+            "select rowid, bm25(chunks_fts) from chunks_fts where chunks_fts match ? "
+            "order by bm25(chunks_fts) limit ?",
+            [fts_match(self.words), self.options.fts_candidates],
+        ).fetchall()
+        self.bm25 = {row[0]: (rank, -row[1]) for rank, row in enumerate(rows)}
+
+    @property
+    def query_vector(self):
+        if self._query_vector is None:
+            vector = _embedder(self.conn).encode([self.q])[0]
+            self._query_vector = np.asarray(vector, dtype=np.float32)
+        return self._query_vector
+
+    def vector_search(self):
+        vector = self.query_vector
+        if not np.any(vector):
+            return
+        rows = self.conn.execute(
+            "select chunk_id, distance from chunk_vec where embedding match ? and k = ? "
+            "order by distance",
+            [vector.astype("<f4").tobytes(), self.options.vector_candidates],
+        ).fetchall()
+        self.vector = {row[0]: (rank, 1.0 - row[1]) for rank, row in enumerate(rows)}
+
+    def fuse(self):
+        """Reciprocal-rank fusion, scaled so a chunk first in every list scores 1."""
+        k = self.options.rrf_k
+        lists = [ranks for ranks in (self.bm25, self.vector) if ranks]
+        scores = {}
+        for ranks in lists:
+            for chunk_id, (rank, _) in ranks.items():
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (k + rank + 1)
+        top = len(lists) / (k + 1) if lists else 1.0
+        self.relevance = {c: s / top for c, s in scores.items()}
+        self.order = sorted(scores, key=lambda c: (-scores[c], c))
+
+    # -- graph expansion --------------------------------------------------------------
+
+    def expand(self):
+        options = self.options
+        seeds = [c for c in self.order[: options.seeds]]
+        if not seeds:
+            return
+        self.query_entities = self._match_query_entities()
+        for seed in seeds:
+            confidence = self.relevance[seed] ** options.seed_sharpness
+            if confidence < 1e-3:
+                continue
+            candidates, term_scores = self._candidates(seed)
+            candidates.pop(seed, None)
+            if not candidates:
+                continue
+            ranked = self._rank_candidates(seed, candidates, term_scores)[: options.bridge_pool]
+            for rank, (chunk_id, path) in enumerate(ranked):
+                gain = confidence / (1.0 + rank / options.bridge_decay) * path["factor"]
+                self.bridge[chunk_id] = self.bridge.get(chunk_id, 0.0) + gain
+                best = self.paths.get(chunk_id)
+                if best is None or gain > best["gain"]:
+                    self.paths[chunk_id] = dict(path, gain=gain, seed=seed)
+
+    def _match_query_entities(self):
+        """Entities whose normalized name is a 1-3 word n-gram of the question."""
+        from .extraction import normalize
+
+        tokens = [t.lower() for t in _WORD.findall(self.q)]
+        keys = set()
+        for size in range(1, _NGRAM + 1):
+            for i in range(len(tokens) - size + 1):
+                key = normalize(" ".join(tokens[i : i + size]))
+                if key:
+                    keys.add(key)
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        rows = self.conn.execute(
+            f"select id, name, type from entities where norm in ({marks}) "
+            "and status = 'active'",
+            sorted(keys),
+        ).fetchall()
+        return {row[0]: {"id": row[0], "name": row[1], "type": row[2]} for row in rows}
+
+    def _chunk_entities(self, chunk_id):
+        rows = self.conn.execute(
+            "select distinct entity_id from mentions where chunk_id = ? and entity_id is not null",
+            [chunk_id],
+        ).fetchall()
+        return {row[0] for row in rows}
+
+    def _chunk_counts(self, entity_ids):
+        if not entity_ids:
+            return {}
+        marks = ",".join("?" * len(entity_ids))
+        rows = self.conn.execute(
+            f"select entity_id, count(distinct chunk_id) from mentions "
+            f"where entity_id in ({marks}) group by entity_id",
+            list(entity_ids),
+        ).fetchall()
+        return dict(rows)
+
+    @property
+    def total_chunks(self):
+        if not hasattr(self, "_total_chunks"):
+            # max(id) is an index lookup where count(*) would scan every chunk
+            row = self.conn.execute("select max(id) from chunks").fetchone()
+            self._total_chunks = row[0] or 0
+        return self._total_chunks
+
+    def _idf(self, count):
+        return math.log((self.total_chunks + 1) / (count + 0.5))
+
+    def _candidates(self, seed):
+        """Chunks one bridge away from ``seed``: ``{chunk_id: path}``."""
+        options = self.options
+        via = set(options.bridge_via)
+        candidates = {}
+        seed_entities = self._chunk_entities(seed) if via & {"entities", "relations"} else set()
+        query_entities = set(self.query_entities)
+        counts = self._chunk_counts(seed_entities | query_entities)
+        self._seed_context = (seed_entities, query_entities, counts)
+        bridges = [
+            e
+            for e in seed_entities - query_entities
+            if 1 < counts.get(e, 0) <= options.max_entity_chunks
+        ]
+        bridges.sort(key=lambda e: (counts[e], e))
+        bridges = bridges[: options.max_bridge_entities]
+        if "entities" in via and bridges:
+            marks = ",".join("?" * len(bridges))
+            for chunk_id, entity_id in self.conn.execute(
+                f"select distinct chunk_id, entity_id from mentions where entity_id in ({marks})",
+                bridges,
+            ):
+                path = candidates.get(chunk_id)
+                if path is None:
+                    candidates[chunk_id] = {
+                        "kind": "entity",
+                        "hops": 1,
+                        "factor": 1.0,
+                        "entity": entity_id,
+                        "rel": "MENTIONED_IN",
+                    }
+        if "relations" in via and bridges and options.hops >= 2:
+            self._relation_candidates(bridges, candidates)
+        term_scores = self._term_candidates(seed, candidates) if "terms" in via else {}
+        return candidates, term_scores
+
+    def _relation_candidates(self, bridges, candidates):
+        """Chunks mentioning entities related to the seed's rarest bridge entities."""
+        from .graph import traverse
+
+        options = self.options
+        reached = {}
+        for entity_id in bridges[: options.relation_roots]:
+            for row in traverse(
+                self.conn, entity_id, options.hops - 1, direction="both", rels=options.rels
+            ):
+                target, parent, distance = row[0], row[1], row[2]
+                if distance < 1 or target in reached or target in bridges:
+                    continue
+                reached[target] = (entity_id, parent, distance)
+        if not reached:
+            return
+        counts = self._chunk_counts(list(reached))
+        targets = [t for t in reached if 0 < counts.get(t, 0) <= options.max_entity_chunks]
+        targets.sort(key=lambda t: (reached[t][2], counts[t], t))
+        targets = targets[: options.relation_targets]
+        if not targets:
+            return
+        rel_of = self._relations_between({t: reached[t] for t in targets})
+        marks = ",".join("?" * len(targets))
+        for chunk_id, entity_id in self.conn.execute(
+            f"select distinct chunk_id, entity_id from mentions where entity_id in ({marks})",
+            targets,
+        ):
+            origin, parent, distance = reached[entity_id]
+            hops = 1 + distance
+            rel = rel_of.get((parent, entity_id), "related_to")
+            factor = (
+                HOP_SCORES.get(hops, 0.1)
+                / HOP_SCORES[1]
+                * REL_WEIGHTS.get(rel, DEFAULT_REL_WEIGHT)
+            )
+            if chunk_id in candidates and candidates[chunk_id]["factor"] >= factor:
+                continue
+            candidates[chunk_id] = {
+                "kind": "relation",
+                "hops": hops,
+                "factor": factor,
+                "entity": origin,
+                "target": entity_id,
+                "parent": parent,
+                "rel": rel,
+            }
+
+    def _relations_between(self, reached):
+        pairs = [(parent, target) for target, (_, parent, _) in reached.items()]
+        found = {}
+        for start in range(0, len(pairs), 400):
+            chunk = pairs[start : start + 400]
+            clause = " or ".join(
+                "(src_id = ? and dst_id = ?) or (src_id = ? and dst_id = ?)" for _ in chunk
+            )
+            params = []
+            for a, b in chunk:
+                params += [a, b, b, a]
+            for src, dst, rel, weight in self.conn.execute(
+                f"select src_id, dst_id, rel, weight from relations where {clause} "
+                "order by weight desc",
+                params,
+            ):
+                for key in ((src, dst), (dst, src)):
+                    found.setdefault(key, rel)
+        return found
+
+    def _term_candidates(self, seed, candidates):
+        """Chunks sharing a seed word the question lacks (query-aware expansion).
+
+        Adds them to ``candidates``; returns their BM25 scores for that expansion query.
+        """
+        row = self.conn.execute("select content from chunks where id = ?", [seed]).fetchone()
+        if not row:
+            return {}
+        question = {_lemma(w) for w in self.words}
+        seed_words = query_words(row[0])
+        seed_lemmas = {_lemma(w) for w in seed_words}
+        bridge = [w for w in seed_words if _lemma(w) not in question]
+        rest = [w for w in self.words if _lemma(w) not in seed_lemmas]
+        if not bridge:
+            return {}
+        expression = fts_match(bridge)
+        if rest:
+            expression = f"({expression}) AND ({fts_match(bridge + rest)})"
+        scores = {}
+        for chunk_id, score in self.conn.execute(
+            "select rowid, bm25(chunks_fts) from chunks_fts where chunks_fts match ? "
+            "order by bm25(chunks_fts) limit ?",
+            [expression, self.options.term_candidates],
+        ):
+            scores[chunk_id] = -score
+            if chunk_id not in candidates or candidates[chunk_id]["factor"] < 1.0:
+                candidates[chunk_id] = {
+                    "kind": "term",
+                    "hops": 1,
+                    "factor": 1.0,
+                    "terms": bridge,
+                    "rel": "shares_term",
+                }
+        return scores
+
+    def _rank_candidates(self, seed, candidates, term_scores):
+        """Candidates by fit to question + seed: bridge BM25, cosine, entity overlap."""
+        fit = self.options.fit
+        ids = list(candidates)
+        seed_entities, query_entities, counts = self._seed_context
+        vectors = self._vectors(ids + [seed])
+        target = self.query_vector + fit.get("seed", 1.0) * vectors.get(seed, 0.0)
+        norm = float(np.linalg.norm(target))
+        if norm:
+            target = target / norm
+        wanted = seed_entities ^ query_entities
+        overlap = {}
+        if wanted and fit.get("entities"):
+            marks = ",".join("?" * len(ids))
+            wmarks = ",".join("?" * len(wanted))
+            for chunk_id, entity_id in self.conn.execute(
+                f"select distinct chunk_id, entity_id from mentions where chunk_id in ({marks}) "
+                f"and entity_id in ({wmarks})",
+                ids + sorted(wanted),
+            ):
+                overlap[chunk_id] = overlap.get(chunk_id, 0.0) + self._idf(counts.get(entity_id, 1))
+        scored = []
+        for chunk_id in ids:
+            vector = vectors.get(chunk_id)
+            cosine = float(vector @ target) if vector is not None else 0.0
+            value = (
+                fit.get("bm25", 0.0) * term_scores.get(chunk_id, 0.0)
+                + fit.get("cosine", 0.0) * cosine
+                + fit.get("entities", 0.0) * overlap.get(chunk_id, 0.0)
+            ) * candidates[chunk_id]["factor"]
+            scored.append((value, chunk_id))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return [(chunk_id, dict(candidates[chunk_id], fit=value)) for value, chunk_id in scored]
+
+    def _vectors(self, ids):
+        if not ids:
+            return {}
+        row = self.conn.execute("select id from collections where name = 'chunks'").fetchone()
+        if not row:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            f"select id, embedding from embeddings where collection_id = ? and id in ({marks})",
+            [row[0]] + [str(i) for i in ids],
+        ).fetchall()
+        return {int(i): np.frombuffer(blob, dtype="<f4") for i, blob in rows}
+
+    # -- result -------------------------------------------------------------------------
+
+    def result(self, weights):
+        options = self.options
+        if options.mode == "bm25":
+            scores = {c: self.relevance[c] for c in self.bm25}
+        elif options.mode == "vector":
+            scores = {c: self.relevance[c] for c in self.vector}
+        else:
+            scores = {
+                c: weights["semantic"] * self.relevance.get(c, 0.0)
+                + weights["graph"] * self.bridge.get(c, 0.0)
+                for c in set(self.relevance) | set(self.bridge)
+            }
+        ranked = sorted(scores, key=lambda c: (-scores[c], c))[: options.k]
+        rows = self._chunk_rows(ranked)
+        chunks, explanations = [], []
+        entity_ids = set(self.query_entities)
+        edges = []
+        for chunk_id in ranked:
+            row = rows.get(chunk_id)
+            if row is None:
+                continue
+            chunk = {
+                "id": chunk_id,
+                "doc_id": row["doc_id"],
+                "path": row["path"],
+                "section": row["section"],
+                "snippet": _snippet(row["content"], options.snippet_chars),
+                "score": round(scores[chunk_id], 6),
+                "relevance": round(self.relevance.get(chunk_id, 0.0), 6),
+            }
+            if chunk_id in self.vector:
+                chunk["semantic"] = round(self.vector[chunk_id][1], 6)
+            if chunk_id in self.bm25:
+                chunk["bm25"] = round(self.bm25[chunk_id][1], 6)
+            path = self.paths.get(chunk_id) if weights["graph"] else None
+            chunk["hop"] = 0 if chunk_id in self.relevance else path["hops"]
+            if path:
+                chunk["bridge"] = round(self.bridge[chunk_id], 6)
+                chunk["via"] = {
+                    key: path[key]
+                    for key in ("kind", "seed", "entity", "target", "rel", "terms", "hops")
+                    if key in path
+                }
+                edges.extend(_path_edges(path, chunk_id))
+                entity_ids.update(e for e in (path.get("entity"), path.get("target")) if e)
+            chunks.append(chunk)
+            explanations.append(self._explain(chunk_id, path))
+        entities = self._entity_rows(entity_ids)
+        return {
+            "chunks": chunks,
+            "entities": entities,
+            "edges": _dedupe(edges),
+            "explanations": explanations,
+            "mode": options.mode,
+        }
+
+    def _explain(self, chunk_id, path):
+        parts = []
+        if chunk_id in self.vector:
+            parts.append(f"semantic match ({self.vector[chunk_id][1]:.2f})")
+        if chunk_id in self.bm25:
+            parts.append(f"keyword match (BM25 rank {self.bm25[chunk_id][0] + 1})")
+        if path:
+            seed = path["seed"]
+            if path["kind"] == "entity":
+                name = self._entity_name(path["entity"])
+                parts.append(f"1-hop via shared entity '{name}' from chunk {seed}")
+            elif path["kind"] == "relation":
+                name = self._entity_name(path["entity"])
+                target = self._entity_name(path["target"])
+                parts.append(
+                    f"{path['hops']}-hop {path['rel']} '{name}' → '{target}' from chunk {seed}"
+                )
+            else:
+                terms = ", ".join(path["terms"][:3])
+                parts.append(f"1-hop via shared terms '{terms}' from chunk {seed}")
+        return "Selected by " + " + ".join(parts) if parts else "Selected"
+
+    def _entity_name(self, entity_id):
+        row = self.conn.execute("select name from entities where id = ?", [entity_id]).fetchone()
+        return row[0] if row else str(entity_id)
+
+    def _chunk_rows(self, ids):
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        cursor = self.conn.execute(
+            "select chunks.id, chunks.doc_id, docs.path, chunks.section, chunks.content "
+            f"from chunks join docs on docs.id = chunks.doc_id where chunks.id in ({marks})",
+            list(ids),
+        )
+        columns = [d[0] for d in cursor.description]
+        return {row[0]: dict(zip(columns, row)) for row in cursor.fetchall()}
+
+    def _entity_rows(self, ids):
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            f"select id, name, type from entities where id in ({marks}) order by id",
+            sorted(ids),
+        ).fetchall()
+        return [
+            {
+                "id": i,
+                "name": name,
+                "type": type_,
+                "role": "query" if i in self.query_entities else "bridge",
+            }
+            for i, name, type_ in rows
+        ]
+
+
+def _snippet(text, limit):
+    text = " ".join((text or "").split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def _path_edges(path, chunk_id):
+    """Edges of a bridge path: mentions as seed 003 ``MENTIONED_IN``, relations as-is."""
+    seed = path["seed"]
+    if path["kind"] == "entity":
+        entity = path["entity"]
+        return [
+            {"src": entity, "dst": seed, "rel": "MENTIONED_IN", "kind": "mention"},
+            {"src": entity, "dst": chunk_id, "rel": "MENTIONED_IN", "kind": "mention"},
+        ]
+    if path["kind"] == "relation":
+        return [
+            {"src": path["entity"], "dst": seed, "rel": "MENTIONED_IN", "kind": "mention"},
+            {"src": path["parent"], "dst": path["target"], "rel": path["rel"], "kind": "relation"},
+            {"src": path["target"], "dst": chunk_id, "rel": "MENTIONED_IN", "kind": "mention"},
+        ]
+    return []
+
+
+def _dedupe(edges):
+    seen = set()
+    out = []
+    for edge in edges:
+        key = (edge["src"], edge["dst"], edge["rel"], edge["kind"])
+        if key not in seen:
+            seen.add(key)
+            out.append(edge)
+    return out

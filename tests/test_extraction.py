@@ -1,0 +1,431 @@
+import json
+
+import pytest
+
+from llm_graphrag import extraction
+from llm_graphrag.db import open_database
+from llm_graphrag.extract import extract_and_link
+from llm_graphrag.extraction import (
+    Analysis,
+    ChunkText,
+    ExtractionContext,
+    Gazetteer,
+    finish_mentions,
+    lemma,
+    normalize,
+    salient_terms,
+    subject_mention,
+)
+
+ALL = (
+    extraction.markup_mentions,
+    extraction.pattern_mentions,
+    extraction.identifier_mentions,
+    extraction.name_mentions,
+    extraction.concept_mentions,
+    extraction.step_mentions,
+    extraction.gazetteer_mentions,
+)
+
+
+def mentions_of(text, title="", extractors=ALL, gazetteer=None):
+    chunk = ChunkText(1, 1, text, title=title)
+    context = ExtractionContext(gazetteer=gazetteer)
+    context.start_document([chunk])
+    context.cache["subject"] = subject_mention(title)
+    found = []
+    for extract in extractors:
+        found.extend(extract(chunk, context))
+    return finish_mentions(chunk, found, context)
+
+
+def names(mentions):
+    return [(m.name, m.type) for m in mentions]
+
+
+@pytest.mark.parametrize(
+    "word,expected",
+    [
+        ("lakes", "lake"),
+        ("damming", "dam"),
+        ("dammed", "dam"),
+        ("bodies", "body"),
+        ("boxes", "box"),
+        ("making", "make"),
+        ("evaporating", "evaporate"),
+        ("species", "species"),
+        ("children", "child"),
+        ("glass", "glass"),
+        ("virus", "virus"),
+        ("analysis", "analysis"),
+        ("volcanoes", "volcano"),
+        ("string", "string"),
+        ("lake", "lake"),
+    ],
+)
+def test_lemma(word, expected):
+    assert lemma(word) == expected
+
+
+@pytest.mark.parametrize(
+    "surface,type,expected",
+    [
+        ("Kenji Morita", "name", "kenjimorita"),
+        ("stream blockages", "concept", "streamblockage"),
+        ("Windows", "name", "windows"),
+        ("windows", "concept", "window"),
+        ("DLLs", "name", "dll"),
+        ("3.4", "version", "3.4"),
+        ("v3.2.0", "version", "3.2.0"),
+        ("RFC 7159", "standard", "rfc7159"),
+        ("os.path.join", "code", "ospathjoin"),
+        ("Tcl/Tk", "name", "tcltk"),
+    ],
+)
+def test_normalize(surface, type, expected):
+    assert normalize(surface, type) == expected
+
+
+def test_prose_concepts_share_lemmas():
+    mentions = mentions_of(
+        "damming a river can cause a lake to form. "
+        "Other lakes formed throughout the region caused by stream blockages."
+    )
+    assert names(mentions) == [
+        ("dam", "concept"),
+        ("river", "concept"),
+        ("lake", "concept"),
+        ("lake", "concept"),
+        ("region", "concept"),
+        ("stream blockage", "concept"),
+        ("blockage", "concept"),
+    ]
+    assert [m.norm for m in mentions] == [
+        "dam", "river", "lake", "lake", "region", "streamblockage", "blockage",
+    ]
+    assert [m.sentence for m in mentions] == [0, 0, 0, 1, 1, 1, 1]
+
+
+def test_mention_record():
+    text = "Basin uses `riffle` to read sensors."
+    mentions = mentions_of(text)
+    assert [
+        (m.surface, m.type, m.start, m.end, m.score, m.features, m.snippet, m.extractor)
+        for m in mentions
+    ] == [
+        ("Basin", "concept", 0, 5, 0.6, {"np": 1}, text, "concepts"),
+        ("riffle", "code", 12, 18, 0.95, {"codeFont": True, "role": "literal"}, text, "markup"),
+        ("sensors", "concept", 28, 35, 0.6, {"np": 1}, text, "concepts"),
+    ]
+    assert [(m.name, m.norm) for m in mentions] == [("basin", "basin"), ("riffle", "riffle"), ("sensor", "sensor")]
+
+
+def test_markup_rst_and_markdown():
+    text = (
+        "The :mod:`json` module and ``pip`` follow :pep:`405`. "
+        "See `Sphinx <https://www.sphinx-doc.org/>`_ and **Beacon**, "
+        "also :func:`os.path.join() <os.path.join>` and :term:`virtual environment`."
+    )
+    mentions = mentions_of(text, extractors=(extraction.markup_mentions,))
+    assert [(m.surface, m.name, m.type) for m in mentions] == [
+        ("json", "json", "code"),
+        ("pip", "pip", "code"),
+        (":pep:`405`", "PEP 405", "standard"),
+        ("Sphinx", "Sphinx", "term"),
+        ("Beacon", "Beacon", "term"),
+        ("os.path.join()", "os.path.join", "code"),
+        ("virtual environment", "virtual environment", "term"),
+    ]
+
+
+def test_patterns_versions_standards_ids_years():
+    text = (
+        "Requires SQLite 3.7.15 or v2.0.1-rc1, see RFC 7159, ECMA-404 and FIPS 180-2. "
+        "Station AC-01 failed (CVE-2023-1234). Founded in 1998, rebuilt in the 1990s."
+    )
+    mentions = mentions_of(text, extractors=(extraction.pattern_mentions,))
+    assert names(mentions) == [
+        ("3.7.15", "version"),
+        ("v2.0.1-rc1", "version"),
+        ("RFC 7159", "standard"),
+        ("ECMA-404", "standard"),
+        ("FIPS 180-2", "standard"),
+        ("AC-01", "id"),
+        ("CVE-2023-1234", "id"),
+        ("1998", "DATE"),
+        ("1990s", "DATE"),
+    ]
+
+
+def test_identifiers():
+    text = "Call os.path.join or read_config, then ZoneInfo; JavaScript uses requirements.txt."
+    mentions = mentions_of(text, extractors=(extraction.identifier_mentions,))
+    assert names(mentions) == [
+        ("os.path.join", "code"),
+        ("read_config", "code"),
+        ("ZoneInfo", "name"),
+        ("JavaScript", "name"),
+        ("requirements.txt", "code"),
+    ]
+
+
+def test_names_and_acronyms():
+    text = (
+        "Python was created by Guido van Rossum at Stichting\nMathematisch Centrum in the "
+        "Netherlands. Thanks to Fred L. Drake, Jr. and the PSF for DLLs of 4 GiB."
+    )
+    mentions = mentions_of(text, extractors=(extraction.name_mentions,))
+    assert names(mentions) == [
+        ("Guido van Rossum", "name"),
+        ("Stichting Mathematisch Centrum", "name"),
+        ("Netherlands", "name"),
+        ("Fred L. Drake, Jr", "name"),
+        ("PSF", "name"),
+        ("DLLs", "name"),
+    ]
+
+
+def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
+    assert names(mentions_of("Frogs are amphibians.")) == [
+        ("frog", "concept"),
+        ("amphibian", "concept"),
+    ]
+    assert names(mentions_of("Heron stores readings. Basin reads Heron.")) == [
+        ("Heron", "name"),
+        ("reading", "concept"),
+        ("basin", "concept"),  # only ever first in its sentence
+        ("Heron", "name"),
+    ]
+
+
+def test_coref_lite():
+    text = (
+        "The :mod:`sqlite3` module was written by Gerhard Häring. It provides an SQL interface. "
+        "It's also possible to use PostgreSQL."
+    )
+    mentions = mentions_of(text, title=":mod:`sqlite3` --- DB-API 2.0 interface")
+    corefs = [(m.surface, m.name, m.type, m.features) for m in mentions if m.antecedent]
+    assert corefs == [
+        ("It", "sqlite3", "code", {"antecedent": "sqlite3", "coref": True}),
+    ]
+
+
+def test_this_module_resolves_to_document_subject():
+    mentions = mentions_of(
+        "This module provides an interface for parsing TOML. It does not write TOML.",
+        title="tomllib — Parse TOML files",
+    )
+    assert [(m.surface, m.name) for m in mentions if m.antecedent] == [
+        ("This module", "tomllib"),
+        ("It", "tomllib"),
+    ]
+
+
+def test_steps():
+    text = (
+        "To release:\n\n"
+        "1. Create the branch.\n"
+        "2. Install the tools with pip.\n"
+        "3. If tests fail, stop here.\n\n"
+        "Reading order:\n\n"
+        "1. Heron\n"
+        "2. Basin\n"
+    )
+    mentions = [m for m in mentions_of(text) if m.type == "step"]
+    assert [(m.name, m.features) for m in mentions] == [
+        ("Create the branch", {"step": 1}),
+        ("Install the tools with pip", {"step": 2}),
+        ("If tests fail, stop here", {"step": 3}),
+    ]
+
+
+def test_sentences_split_on_indentation_and_not_on_initials():
+    text = "   global interpreter lock\n      The mechanism used by CPython.\nFred L. Drake wrote it."
+    analysis = Analysis(text)
+    assert [text[a:b] for a, b in analysis.sentences] == [
+        "global interpreter lock",
+        "The mechanism used by CPython.",
+        "Fred L. Drake wrote it.",
+    ]
+
+
+def test_code_blocks_are_masked():
+    text = "Use this::\n\n    import json\n    json.dumps(x)\n\nThen ``json`` again.\n\n```\nsecret_thing()\n```\n"
+    mentions = mentions_of(text)
+    assert names(mentions) == [("json", "code")]
+
+
+def test_salient_terms_and_gazetteer():
+    text = "# Alert rules\n\nUse **dissolved oxygen** limits with `basin-rules.yaml`.\n"
+    assert sorted(salient_terms(text, "Basin alerting")) == [
+        ("alert", "alert", "term"),
+        ("alertrule", "alert rule", "term"),
+        ("basin", "basin", "term"),
+        ("basinalert", "basin alert", "term"),
+        ("basinrulesyaml", "basin-rules.yaml", "code"),
+        ("dissolvedoxygen", "dissolved oxygen", "term"),
+        ("oxygen", "oxygen", "term"),
+    ]
+    gazetteer = Gazetteer([("dissolved oxygen", "term", 3), ("Heron API", "term", 2)])
+    mentions = mentions_of(
+        "Low Dissolved Oxygen worries the heron api team.",
+        extractors=(extraction.gazetteer_mentions,),
+        gazetteer=gazetteer,
+    )
+    assert [(m.surface, m.name, m.type, m.features) for m in mentions] == [
+        ("Dissolved Oxygen", "dissolved oxygen", "term", {"gazetteerFreq": 3, "isGazetteerHit": True}),
+        ("heron api", "Heron API", "term", {"gazetteerFreq": 2, "isGazetteerHit": True}),
+    ]
+
+
+def test_same_span_mentions_merge_keeping_the_specific_type():
+    mentions = mentions_of("Reports from AC-01 arrived.", extractors=(extraction.pattern_mentions, extraction.name_mentions))
+    assert [(m.name, m.type, m.extractor) for m in mentions] == [("AC-01", "id", "patterns+names")]
+
+
+def test_subject_mention():
+    assert subject_mention(":mod:`json` --- JSON encoder and decoder").name == "json"
+    assert subject_mention("tomllib — Parse TOML files").name == "tomllib"
+    assert subject_mention("Basin").type == "name"
+    assert subject_mention("Introduction") is None
+    assert subject_mention("") is None
+
+
+def _db_with(tmp_path, docs):
+    db = open_database(tmp_path / "graphrag.db")
+    with db.atomic():
+        for doc_id, (title, text) in enumerate(docs, 1):
+            db["docs"].insert({"id": doc_id, "path": f"/docs/{doc_id}.md", "title": title, "hash": f"h{doc_id}"})
+            db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
+    return db
+
+
+
+
+# ---------------------------------------------------------------------------------------
+# The engine: extract_and_link over a real database
+
+
+def _db_with(tmp_path, docs):
+    db = open_database(tmp_path / "graphrag.db")
+    with db.atomic():
+        for doc_id, (title, text) in enumerate(docs, 1):
+            db["docs"].insert({"id": doc_id, "path": f"/docs/{doc_id}.md", "title": title, "hash": f"h{doc_id}"})
+            db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
+    return db
+
+
+SERVICES = [
+    ("Basin", "# Basin\n\nBasin is the alerting service. It uses `riffle` to read `tidepool`."),
+    ("Heron", "# Heron\n\nThe Heron service depends on `tidepool`."),
+]
+
+
+def _relations(db):
+    return db.execute(
+        "select s.name, r.rel, d.name, r.fact, r.evidence_count from relations r "
+        "join entities s on s.id = r.src_id join entities d on d.id = r.dst_id order by r.id"
+    ).fetchall()
+
+
+def test_extract_and_link_writes_the_graph(tmp_path):
+    db = _db_with(tmp_path, SERVICES)
+    assert extract_and_link(db) == {"mentions": 14, "entities_new": 7, "relations": 7}
+    assert db.execute("select id, type, name, norm, aliases, description, popularity from entities").fetchall() == [
+        (1, "name", "Basin", "basin", '["Basin"]', "Basin is the alerting service.", 4),
+        (2, "concept", "alerting service", "alertingservice", '["alerting service"]', "Basin is the alerting service.", 1),
+        (3, "concept", "service", "service", '["service"]', "Basin is the alerting service.", 2),
+        (4, "code", "riffle", "riffle", '["riffle"]', "It uses `riffle` to read `tidepool`.", 1),
+        (5, "code", "tidepool", "tidepool", '["tidepool"]', "It uses `riffle` to read `tidepool`.", 2),
+        (6, "name", "Heron", "heron", '["Heron"]', "The Heron service depends on `tidepool`.", 3),
+        (7, "concept", "Heron service", "heronservice", '["Heron service"]', "The Heron service depends on `tidepool`.", 1),
+    ]
+    assert _relations(db) == [
+        ("Basin", "is_a", "alerting service", "Basin is an alerting service", 1),
+        ("Basin", "related_to", "alerting service", "Basin is related to alerting service", 1),
+        ("Basin", "related_to", "riffle", "Basin is related to riffle", 1),
+        ("Basin", "uses", "riffle", "Basin uses riffle", 1),
+        ("riffle", "related_to", "tidepool", "riffle is related to tidepool", 1),
+        ("tidepool", "related_to", "Heron service", "tidepool is related to Heron service", 1),
+        ("Heron service", "depends_on", "tidepool", "Heron service depends on tidepool", 1),
+    ]
+    assert db.execute("select relation_id, chunk_id, doc_id, sentence, extractor from relation_evidence where relation_id = 4").fetchall() == [
+        (4, 1, 1, "It uses `riffle` to read `tidepool`.", "patterns"),
+    ]
+    # The pronoun is a mention of the entity it stands for.
+    assert db.execute("select entity_id, surface, type, span_start, span_end, link_score, features from mentions where surface = 'It'").fetchall() == [
+        (1, "It", "name", 40, 42, 0.8, '{"antecedent": "Basin", "coref": true}'),
+    ]
+    # Entities are embedded; facts of typed relations too (co-occurrence ones are not).
+    assert [r[0] for r in db.execute("select entity_id from entity_vec order by 1")] == [1, 2, 3, 4, 5, 6, 7]
+    assert [r[0] for r in db.execute("select relation_id from fact_vec order by 1")] == [1, 4, 7]
+    assert db.execute("select * from gazetteer order by norm").fetchall() == [
+        ("basin", "basin", "term", 1),
+        ("heron", "heron", "term", 1),
+        ("riffle", "riffle", "code", 1),
+        ("tidepool", "tidepool", "code", 2),
+    ]
+
+
+def test_rerunning_on_unchanged_documents_changes_nothing(tmp_path):
+    db = _db_with(tmp_path, SERVICES)
+    extract_and_link(db)
+    before = {t: db.execute(f"select * from {t}").fetchall() for t in ("entities", "mentions", "relations", "relation_evidence", "embeddings")}
+    assert extract_and_link(db) == {"mentions": 0, "entities_new": 0, "relations": 0}
+    assert extract_and_link(db, doc_ids=[1, 2]) == {"mentions": 0, "entities_new": 0, "relations": 0}
+    after = {t: db.execute(f"select * from {t}").fetchall() for t in before}
+    assert after == before
+    assert db.execute("select id, extracted_hash from docs").fetchall() == [(1, "h1:1"), (2, "h2:1")]
+
+
+def test_only_the_given_documents_are_extracted(tmp_path):
+    db = _db_with(tmp_path, SERVICES)
+    # Heron (title, heading, text), Heron service, service, tidepool
+    assert extract_and_link(db, doc_ids=[2]) == {"mentions": 6, "entities_new": 4, "relations": 2}
+    assert db.execute("select distinct doc_id from mentions").fetchall() == [(2,)]
+    assert extract_and_link(db, doc_ids=[]) == {"mentions": 0, "entities_new": 0, "relations": 0}
+
+
+def test_changed_document_replaces_what_it_contributed(tmp_path):
+    db = _db_with(tmp_path, SERVICES)
+    extract_and_link(db)
+    with db.atomic():
+        db.execute("update chunks set content = ? where doc_id = 2", ["# Heron\n\nHeron uses `riffle`."])
+        db.execute("update docs set hash = 'h2b' where id = 2")
+    assert extract_and_link(db) == {"mentions": 4, "entities_new": 0, "relations": 2}
+    assert db.execute("select name, popularity from entities order by id").fetchall() == [
+        ("Basin", 4), ("alerting service", 1), ("service", 1), ("riffle", 2), ("tidepool", 1), ("Heron", 3),
+    ]
+    assert _relations(db) == [
+        ("Basin", "is_a", "alerting service", "Basin is an alerting service", 1),
+        ("Basin", "related_to", "alerting service", "Basin is related to alerting service", 1),
+        ("Basin", "related_to", "riffle", "Basin is related to riffle", 1),
+        ("Basin", "uses", "riffle", "Basin uses riffle", 1),
+        ("riffle", "related_to", "tidepool", "riffle is related to tidepool", 1),
+        ("riffle", "related_to", "Heron", "riffle is related to Heron", 1),  # symmetric: by id
+        ("Heron", "uses", "riffle", "Heron uses riffle", 1),
+    ]
+    # The entity nothing mentions any more is gone, with its vector.
+    assert db.execute("select count(*) from entity_vec where entity_id = 7").fetchone() == (0,)
+
+
+def test_prose_sentences_share_concept_entities(tmp_path):
+    db = _db_with(
+        tmp_path,
+        [
+            (None, "damming a river can cause a lake to form"),
+            (None, "Other lakes formed throughout the region caused by stream blockages."),
+        ],
+    )
+    extract_and_link(db)
+    assert db.execute(
+        "select e.name, group_concat(distinct m.doc_id) from mentions m join entities e on e.id = m.entity_id "
+        "group by e.id order by e.id"
+    ).fetchall() == [
+        ("dam", "1"), ("river", "1"), ("lake", "1,2"), ("region", "2"), ("stream blockage", "2"), ("blockage", "2"),
+    ]
+    assert _relations(db)[:3] == [
+        ("dam", "related_to", "river", "dam is related to river", 1),
+        ("river", "causes", "lake", "river causes lake", 1),
+        ("river", "related_to", "lake", "river is related to lake", 1),
+    ]

@@ -1,0 +1,184 @@
+import numpy as np
+import pytest
+
+from llm_graphrag.extraction import Mention
+from llm_graphrag.linking import (
+    Entity,
+    Linker,
+    compatible,
+    edit_distance_at_most_one,
+    entity_text,
+    string_similarity,
+)
+
+
+class FakeEmbedder:
+    """Unit vectors chosen per text, so scores are exact and known."""
+
+    def __init__(self, vectors):
+        self.vectors = vectors
+
+    def encode(self, texts):
+        return np.array([self.vectors.get(t, self.vectors["*"]) for t in texts], dtype=np.float32)
+
+
+def mention(surface, type="name", **kwargs):
+    return Mention(surface, type, 0, len(surface), **kwargs)
+
+
+def test_compatible_types():
+    assert compatible("concept", "code")
+    assert compatible("code", "name")
+    assert compatible("PERSON", "PERSON")
+    assert not compatible("PERSON", "GPE")
+    assert not compatible("code", "version")
+
+
+@pytest.mark.parametrize(
+    "a,b,expected",
+    [("basin", "basin", True), ("basin", "basins", True), ("basin", "bason", True), ("basin", "bsn", False), ("uuid1", "uuid4", True)],
+)
+def test_edit_distance_at_most_one(a, b, expected):
+    assert edit_distance_at_most_one(a, b) is expected
+
+
+def test_string_similarity():
+    assert string_similarity("Heron API", "heron api") == 1.0
+    assert string_similarity("Python Package Index", "Package Index") == pytest.approx(2 / 3)
+    assert string_similarity("tidepool", "tidepoul") == pytest.approx(1 - 1 / 8)
+    assert string_similarity("tidepool", "tidepools") == 1.0  # same lemma
+
+
+def test_exact_norm_of_the_same_type_links():
+    linker = Linker([Entity(1, "name", "Basin", "basin", ["Basin"], popularity=3)])
+    entity, score, created = linker.link(mention("BASIN"))
+    assert (entity.id, score, created) == (1, 1.0, False)
+
+
+def test_new_entity_gets_the_surface_as_alias():
+    linker = Linker([], next_id=10)
+    entity, score, created = linker.link(mention("Kenji Morita"))
+    assert (entity.id, entity.type, entity.name, entity.norm, entity.aliases, score, created) == (
+        10, "name", "Kenji Morita", "kenjimorita", ["Kenji Morita"], 1.0, True,
+    )
+    assert linker.link(mention("Kenji Morita"))[0] is entity
+
+
+def test_generic_mention_links_to_specific_entity_and_refines_generic_type():
+    linker = Linker([Entity(1, "code", "json", "json"), Entity(2, "name", "Heron", "heron")])
+    assert linker.link(mention("JSON", "name"))[:2] == (linker.entities[1], 0.9)
+    entity, score, _ = linker.link(mention("heron", "code"))
+    assert (entity.id, entity.type, entity.changed, score) == (2, "code", True, 1.0)
+
+
+def test_entities_of_different_types_never_merge():
+    linker = Linker([Entity(1, "PERSON", "Paris", "paris")], next_id=2)
+    city, score, created = linker.link(mention("Paris", "GPE"))
+    assert (city.id, city.type, created) == (2, "GPE", True)
+    assert linker.link(mention("Paris", "PERSON"))[0].id == 1
+    assert linker.link(mention("Paris", "GPE"))[0].id == 2
+
+
+def test_ambiguous_generic_mention_is_scored_by_context():
+    embedder = FakeEmbedder(
+        {
+            "Paris: Paris Hilton is a person.": [1.0, 0.0],
+            "Paris: Paris is the capital of France.": [0.0, 1.0],
+            "Paris flights to the capital of France": [0.1, 0.995],
+            "*": [0.6, 0.8],
+        }
+    )
+    linker = Linker(
+        [
+            Entity(1, "PERSON", "Paris", "paris", ["Paris"], "Paris Hilton is a person.", 5),
+            Entity(2, "GPE", "Paris", "paris", ["Paris"], "Paris is the capital of France.", 5),
+        ],
+        embedder=embedder,
+    )
+    m = mention("Paris", snippet="flights to the capital of France")
+    entity, score, created = linker.link(m)
+    assert (entity.id, created) == (2, False)
+    # 0.45 * 0.995 + 0.25 * 1 + 0.15 * 0.6 + 0.10 * 0 + 0.05 * log1p(5)/log1p(100)
+    assert score == pytest.approx(0.45 * 0.995 + 0.25 + 0.09 + 0.05 * np.log1p(5) / np.log1p(100), abs=1e-4)
+
+
+def test_fuzzy_candidate_links_above_the_threshold_and_adds_an_alias():
+    embedder = FakeEmbedder({"*": [1.0, 0.0]})
+    entity = Entity(1, "name", "Python Package Index", "pythonpackageindex", ["Python Package Index"], popularity=100)
+    linker = Linker([entity], embedder=embedder)
+    linked, score, created = linker.link(mention("Package Index"))
+    assert (linked.id, created, entity.aliases) == (1, False, ["Python Package Index", "Package Index"])
+    # cosine 1, string 2/3 (token Jaccard), same type, no context, popularity 1
+    assert score == pytest.approx(0.45 + 0.25 * 2 / 3 + 0.15 + 0.05, abs=1e-4)
+
+
+def test_fuzzy_candidate_below_the_threshold_makes_a_new_entity():
+    embedder = FakeEmbedder({"*": [1.0, 0.0], "Tidepools tidepools": [0.0, 1.0]})
+    linker = Linker([Entity(1, "name", "Tidepool", "tidepool", ["Tidepool"])], embedder=embedder, next_id=2)
+    entity, score, created = linker.link(mention("Tidepools", snippet="tidepools"))
+    assert (entity.id, score, created) == (2, 1.0, True)
+
+
+def test_identifiers_differing_in_digits_are_never_fuzzy_candidates():
+    linker = Linker([Entity(1, "name", "Station12", "station12")])
+    assert linker.fuzzy_candidates(mention("Station13")) == []
+    assert [e.id for e in linker.fuzzy_candidates(mention("Statio12"))] == [1]
+
+
+def test_code_and_concepts_have_no_fuzzy_candidates():
+    linker = Linker([Entity(1, "code", "uuid1", "uuid1"), Entity(2, "concept", "lake", "lake")])
+    assert linker.fuzzy_candidates(mention("uuid4", "code")) == []
+    assert linker.fuzzy_candidates(mention("lace", "concept")) == []
+
+
+def test_coreference_takes_the_antecedent_entity():
+    linker = Linker([Entity(1, "code", "sqlite3", "sqlite3")])
+    antecedent = mention("sqlite3", "code")
+    antecedent.entity, antecedent.link_score = linker.link(antecedent)[:2]
+    pronoun = mention("It", "code", name="sqlite3", antecedent=antecedent)
+    assert linker.link(pronoun) == (linker.entities[1], 0.8, False)
+
+
+def test_remove_forgets_an_entity():
+    entity = Entity(1, "name", "Heron API", "heronapi")
+    linker = Linker([entity], next_id=2)
+    linker.remove(entity)
+    assert linker.link(mention("Heron API"))[0].id == 2
+    assert linker.fuzzy_candidates(mention("Heron AP")) == [linker.entities[2]]
+
+
+def test_same_as_candidates_for_a_new_entity():
+    embedder = FakeEmbedder({"*": [1.0, 0.0]})
+    old = Entity(1, "name", "Python Package Index", "pythonpackageindex", popularity=100)
+    linker = Linker([old], embedder=embedder, next_id=2)
+    new = linker.create(mention("The Python Package Index"))
+    # string similarity: edit distance 3 over 21 characters beats token Jaccard 3/4
+    assert linker.same_as_candidates(new) == [(old, pytest.approx(0.45 + 0.25 * (1 - 3 / 21) + 0.15 + 0.05, abs=1e-4))]
+
+
+def test_entity_text():
+    assert entity_text(Entity(1, "name", "Basin", "basin", description="Basin is the alerting service.")) == (
+        "Basin: Basin is the alerting service."
+    )
+    assert entity_text(Entity(1, "name", "Basin", "basin")) == "Basin"
+
+
+def test_from_db_loads_entities_and_vectors(tmp_path):
+    from llm_graphrag.db import open_database
+    from llm_graphrag.embeddings import write_embeddings
+
+    db = open_database(tmp_path / "graphrag.db")
+    with db.atomic():
+        db["entities"].insert_all(
+            [
+                {"id": 4, "type": "name", "name": "Basin", "norm": "basin", "aliases": '["Basin"]', "popularity": 2, "meta": '{"defined": true}', "status": "active"},
+                {"id": 9, "type": "code", "name": "riffle", "norm": "riffle", "aliases": "[]", "popularity": 0, "meta": None, "status": "merged"},
+            ]
+        )
+        write_embeddings(db, "entities", [4], np.array([[0.6, 0.8] + [0.0] * 254], dtype=np.float32))
+    linker = Linker.from_db(db)
+    assert [(e.id, e.name, e.aliases, e.popularity, e.defined) for e in linker.entities.values()] == [
+        (4, "Basin", ["Basin"], 2, True)
+    ]
+    assert linker.next_id == 10
+    assert linker.entity_vector(linker.entities[4])[:3].tolist() == pytest.approx([0.6, 0.8, 0.0])

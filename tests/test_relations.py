@@ -1,0 +1,124 @@
+import pytest
+
+from llm_graphrag import extraction, relations
+from llm_graphrag.extraction import ChunkText, ExtractionContext, finish_mentions, subject_mention
+from llm_graphrag.relations import fact_text
+
+EXTRACTORS = (
+    extraction.markup_mentions,
+    extraction.pattern_mentions,
+    extraction.identifier_mentions,
+    extraction.name_mentions,
+    extraction.concept_mentions,
+    extraction.step_mentions,
+)
+
+
+def candidates(text, extractor, title="", section="", headings=()):
+    chunk = ChunkText(1, 1, text, section=section, headings=headings, title=title)
+    context = ExtractionContext()
+    context.start_document([chunk])
+    context.cache["subject"] = subject_mention(title)
+    mentions = []
+    for extract in EXTRACTORS:
+        mentions.extend(extract(chunk, context))
+    mentions = finish_mentions(chunk, mentions, context)
+    return [
+        (c.src.name, c.rel, c.dst.name, c.weight, round(c.proximity, 3))
+        for c in extractor(chunk, mentions, context)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Basin uses riffle.", [("basin", "uses", "riffle", 0.8, 1.0)]),
+        ("Heron depends on tidepool.", [("heron", "depends_on", "tidepool", 0.85, 1.0)]),
+        ("The Export API is used by Estuary.", [("Estuary", "uses", "Export API", 0.8, 1.0)]),
+        ("Basin is configured via `basin-rules.yaml`.", [("basin", "configured_via", "basin-rules.yaml", 0.85, 1.0)]),
+        ("Basin integrates with Beacon.", [("basin", "integrates_with", "Beacon", 0.85, 1.0)]),
+        ("Basin is owned by Data Products.", [("basin", "owned_by", "Data Products", 0.8, 1.0)]),
+        ("Basin is part of Insight.", [("basin", "part_of", "Insight", 0.8, 1.0)]),
+        ("Copper is a metal.", [("copper", "is_a", "metal", 0.6, 1.0)]),
+        ("Erosion is caused by wind and flowing water.", [
+            ("wind", "causes", "erosion", 0.85, 1.0),
+            ("flowing water", "causes", "erosion", 0.85, 1.0),
+        ]),
+        ("Damming a river can cause a lake to form.", [("river", "causes", "lake", 0.8, 0.769)]),
+        ("JSON is specified by RFC 7159.", [("RFC 7159", "defines", "JSON", 0.8, 1.0)]),
+        ("Installation tools such as pip and venv.", [
+            ("pip", "is_a", "installation tool", 0.55, 1.0),
+            ("venv", "is_a", "installation tool", 0.55, 1.0),
+        ]),
+        ("For use by other Python users.", []),
+    ],
+)
+def test_pattern_relations(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_coordinated_verb_phrase_takes_the_sentence_subject():
+    text = "The :mod:`sqlite3` module provides an SQL interface, and requires SQLite 3.7.15 or newer."
+    assert candidates(text, relations.pattern_relations) == [
+        ("sqlite3", "depends_on", "SQLite", 0.85, round(1 / 1.15, 3)),
+    ]
+
+
+def test_abbreviations_are_the_same_thing():
+    text = "The Web Server Gateway Interface (WSGI) is a standard."
+    assert candidates(text, relations.pattern_relations) == [
+        ("WSGI", "same_as", "Web Server Gateway Interface", 0.9, 1.0),
+    ]
+
+
+def test_see_references_are_citations_of_the_document_subject():
+    text = "See :pep:`405` for more background."
+    assert candidates(text, relations.pattern_relations, title="venv — Creation of virtual environments") == [
+        ("venv", "cites", "PEP 405", 0.7, 1.0),
+    ]
+
+
+def test_dependencies_section_and_see_also_block():
+    text = (
+        "# Basin\n\nThe alerting service.\n\n## Requirements\n\n- `tidepool` 2.1\n- Python 3.11\n\n"
+        "## Notes\n\nBasin talks to Heron.\n\n.. seealso::\n\n   Module :mod:`hmac`\n      Hashes.\n"
+    )
+    assert candidates(text, relations.structural_relations, title="Basin") == [
+        ("Basin", "depends_on", "tidepool", 0.8, 1.0),
+        ("Basin", "depends_on", "Python", 0.8, 1.0),
+        ("Basin", "cites", "hmac", 0.7, 1.0),
+    ]
+
+
+def test_dependencies_section_from_chunk_headings():
+    assert candidates(
+        "- `riffle`\n- `tidepool`\n", relations.structural_relations,
+        title="Heron", headings=("Heron", "Dependencies"),
+    ) == [
+        ("Heron", "depends_on", "riffle", 0.8, 1.0),
+        ("Heron", "depends_on", "tidepool", 0.8, 1.0),
+    ]
+
+
+def test_numbered_steps_precede_each_other():
+    text = "1. Stop the gateway.\n2. Rotate the certificate.\n3. Start the gateway.\n"
+    assert candidates(text, relations.structural_relations) == [
+        ("Stop the gateway", "precedes", "Rotate the certificate", 0.9, 1.0),
+        ("Rotate the certificate", "precedes", "Start the gateway", 0.9, 1.0),
+    ]
+
+
+def test_cooccurrence_links_neighbours_by_proximity():
+    text = "Beavers build dams across streams."
+    assert candidates(text, relations.cooccurrence_relations) == [
+        ("beaver", "related_to", "dam", 0.35, round(1 / 1.1, 3)),
+        ("dam", "related_to", "stream", 0.35, round(1 / 1.1, 3)),
+    ]
+
+
+def test_fact_text():
+    assert fact_text("Basin", "uses", "riffle") == "Basin uses riffle"
+    assert fact_text("copper", "is_a", "metal") == "copper is a metal"
+    assert fact_text("pip", "is_a", "installer program") == "pip is an installer program"
+    assert fact_text("Heron", "depends_on", "tidepool") == "Heron depends on tidepool"
+    assert fact_text("A", "related_to", "B") == "A is related to B"
