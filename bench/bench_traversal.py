@@ -225,7 +225,9 @@ def main():
             t1, ours = timed(run_query(conn, BFS, ["diamonds", 0]))
             t2, last = timed(run_query(conn, BFS + " and id = ?", ["diamonds", 0, end]))
             t3, bounded = timed(
-                run_query(conn, CTE_BOUNDED.format(t="diamonds"), ["diamonds", 0, 2 * args.diamonds])
+                run_query(
+                    conn, CTE_BOUNDED.format(t="diamonds"), ["diamonds", 0, 2 * args.diamonds]
+                )
             )
             t4, _ = timed(run_query(conn, CTE_UNION.format(t="diamonds"), ["diamonds", 0]))
             assert sorted(ours) == sorted(bounded) and last == [(end, 2 * args.diamonds)]
@@ -254,7 +256,9 @@ def main():
     union_all = statistics.median(diamond["recursive CTE, UNION ALL"])
     print("\nTargets")
     print(f"  2-hop faster than depth-bounded CTE:      {cte_2hop / ours_2hop:8.1f}x faster")
-    print(f"  full reachability within 2x of networkx:  {ours_full / nx_full:8.2f}x networkx's time")
+    print(
+        f"  full reachability within 2x of networkx:  {ours_full / nx_full:8.2f}x networkx's time"
+    )
     print(f"  diamond chain >= 100x faster than UNION ALL: {union_all / ours_diamond:8.0f}x faster")
 
 

@@ -78,8 +78,7 @@ def test_original_interface_create_virtual_table(conn):
 
 
 def test_seed_graph_edges_view_example(conn):
-    conn.executescript(
-        """
+    conn.executescript("""
         create table relations (src_id integer, dst_id integer, rel text, weight real);
         create index idx_rel_src_rel on relations(src_id, rel);
         create index idx_rel_dst_rel on relations(dst_id, rel);
@@ -88,11 +87,8 @@ def test_seed_graph_edges_view_example(conn):
         create view graph_edges as
           select src_id as src, dst_id as dst, rel, weight from relations;
         create virtual table bfs using bfsvtab(graph_edges);
-        """
-    )
-    assert conn.execute(
-        "select * from bfs where start = ? and max_depth = 2", [1]
-    ).fetchall() == [
+        """)
+    assert conn.execute("select * from bfs where start = ? and max_depth = 2", [1]).fetchall() == [
         (1, None, 0, "/1/", 1.0, "[1]"),
         (2, 1, 1, "/1/2/", 1.0, "[1,2]"),
         (5, 1, 1, "/1/5/", 1.0, "[1,5]"),
@@ -117,13 +113,20 @@ def test_create_arguments_set_defaults_that_constraints_override(conn):
     assert conn.execute(
         "select id, distance, direction, max_depth, tablename from back "
         "where root = 4 and direction = 'out' and max_depth = 2"
-    ).fetchall() == [(4, 0, "out", 2, "edges"), (5, 1, "out", 2, "edges"), (6, 2, "out", 2, "edges")]
+    ).fetchall() == [
+        (4, 0, "out", 2, "edges"),
+        (5, 1, "out", 2, "edges"),
+        (6, 2, "out", 2, "edges"),
+    ]
 
 
 def test_directions(conn):
     make_edges(conn, [(1, 2), (3, 2), (2, 4)])
     query = ALL + EDGES + "root = 2 and direction = ?"
-    ids = lambda direction: [row[:3] for row in conn.execute(query, [direction])]
+
+    def ids(direction):
+        return [row[:3] for row in conn.execute(query, [direction])]
+
     assert ids("out") == [(2, None, 0), (4, 2, 1)]
     assert ids("in") == [(2, None, 0), (1, 2, 1), (3, 2, 1)]
     assert ids("both") == [(2, None, 0), (1, 2, 1), (3, 2, 1), (4, 2, 1)]
@@ -142,7 +145,8 @@ def test_relation_filter_and_weights(conn):
         ],
     )
     query = (
-        "select id, parent, distance, weight, path from bfsvtab where " + EDGES
+        "select id, parent, distance, weight, path from bfsvtab where "
+        + EDGES
         + "root = 'a' and weightcolumn = 'weight' and relcolumn = 'rel' and rels = ?"
     )
     assert conn.execute(query, ["uses, part_of"]).fetchall() == [
@@ -201,7 +205,11 @@ def test_mixed_and_real_ids(conn):
 
 def test_depth_from_distance_constraints(conn):
     make_edges(conn, [(i, i + 1) for i in range(10)])
-    ids = lambda where: [r[0] for r in conn.execute(f"select id from bfsvtab where {EDGES}root = 0 and {where}")]
+
+    def ids(where):
+        sql = f"select id from bfsvtab where {EDGES}root = 0 and {where}"
+        return [row[0] for row in conn.execute(sql)]
+
     assert ids("distance <= 2") == [0, 1, 2]
     assert ids("distance < 2") == [0, 1]
     assert ids("distance < 2.5") == [0, 1, 2]
@@ -243,7 +251,9 @@ def test_depth_limit_and_target_stop_reading_edges(conn):
     # one row finds the root, one row per expanded node (10 and 11)
     assert seen == [10, 10, 11]
     seen.clear()
-    assert conn.execute(f"select distance from bfsvtab where {where} and id = 14").fetchall() == [(4,)]
+    assert conn.execute(f"select distance from bfsvtab where {where} and id = 14").fetchall() == [
+        (4,)
+    ]
     assert seen == [10, 10, 11, 12, 13]
 
 
@@ -286,7 +296,10 @@ def test_unknown_or_null_root_gives_no_rows(conn):
         ("tablename = 'edges'", "bfsvtab: a root is required, e.g. WHERE root = 1"),
         ("root = 1", "bfsvtab: tablename is required, e.g. WHERE tablename = 'graph_edges'"),
         ("tablename = 'nope' and root = 1", "bfsvtab: no such table: nope"),
-        ("tablename = 'edges' and fromcolumn = 'nope' and root = 1", "bfsvtab: no such column: nope"),
+        (
+            "tablename = 'edges' and fromcolumn = 'nope' and root = 1",
+            "bfsvtab: no such column: nope",
+        ),
         (
             "tablename = 'edges' and root = 1 and weightcolumn = 'w'",
             "bfsvtab: no such column: w",
@@ -320,9 +333,15 @@ def test_misuse_is_a_clear_error(conn, where, message):
 @pytest.mark.parametrize(
     "args,message",
     [
-        ("edges, colour=red", 'bfsvtab: unknown argument "colour"; expected tablename, '
-         "fromcolumn, tocolumn, max_depth, direction, relcolumn, rels or weightcolumn"),
-        ("edges, direction=sideways", "bfsvtab: direction must be 'out', 'in' or 'both', not 'sideways'"),
+        (
+            "edges, colour=red",
+            'bfsvtab: unknown argument "colour"; expected tablename, '
+            "fromcolumn, tocolumn, max_depth, direction, relcolumn, rels or weightcolumn",
+        ),
+        (
+            "edges, direction=sideways",
+            "bfsvtab: direction must be 'out', 'in' or 'both', not 'sideways'",
+        ),
         ("edges, max_depth=x", "bfsvtab: max_depth must be a non-negative integer, not 'x'"),
         ("a, b, c, d", "bfsvtab: too many positional arguments; use key=value"),
     ],
@@ -418,7 +437,9 @@ def sort_key(node):
     return (0, node) if isinstance(node, int) else (1, node.encode("utf-8"))
 
 
-def reference_bfs(edges, root, direction="out", max_depth=None, rels=None, weighted=False, target=None):
+def reference_bfs(
+    edges, root, direction="out", max_depth=None, rels=None, weighted=False, target=None
+):
     """Rows {id: (parent, distance, weight, path)} per the semantics in bfsvtab.c."""
     adjacency = {}
     for src, dst, rel, weight in edges:
@@ -484,7 +505,9 @@ def graphs(draw):
         "direction": draw(st.sampled_from(["out", "in", "both"])),
         "max_depth": draw(st.one_of(st.none(), st.integers(0, 4))),
         "depth_form": draw(st.sampled_from(["max_depth", "distance <=", "distance <"])),
-        "rels": draw(st.one_of(st.none(), st.sets(st.sampled_from(["uses", "part_of", "cites"]), min_size=1))),
+        "rels": draw(
+            st.one_of(st.none(), st.sets(st.sampled_from(["uses", "part_of", "cites"]), min_size=1))
+        ),
         "weighted": draw(st.booleans()),
         "indexed": draw(st.booleans()),
         "created": draw(st.booleans()),
@@ -495,12 +518,16 @@ def graphs(draw):
 def property_conn(tmp_path_factory):
     conn = connect(tmp_path_factory.mktemp("property") / "graph.db")
     conn.execute("create table edges(src, dst, rel, weight)")
-    conn.execute("create virtual table created using bfsvtab(tablename=edges, fromcolumn=src, tocolumn=dst)")
+    conn.execute(
+        "create virtual table created using bfsvtab(tablename=edges, fromcolumn=src, tocolumn=dst)"
+    )
     yield conn
     conn.close()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(case=graphs())
 def test_matches_python_bfs(property_conn, case):
     conn = property_conn
