@@ -88,15 +88,10 @@ def ingest_docs(
         except LoadError as ex:
             result.errors.append({"path": key, "error": str(ex)})
             continue
-        kept = []
-        for block in document.blocks:
-            if block.kind in ("paragraph", "list", "quote") and duplicates.is_duplicate(
-                block.text
-            ):
-                result.duplicates_skipped += 1
-                continue
-            kept.append(block)
-        document.blocks = kept
+        document.blocks, dropped = duplicates.filter_blocks(
+            document.blocks, kinds=("paragraph", "list", "quote")
+        )
+        result.duplicates_skipped += dropped
         chunks = chunk_document(document)
         vectors = embedder.encode([chunk.embed_text for chunk in chunks])
         doc_id = _write_document(db, document, chunks, vectors, tags or [])
