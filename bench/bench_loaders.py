@@ -12,6 +12,7 @@ permutations) over the same paragraphs, for comparison with the bottom-k filter.
 """
 
 import argparse
+import gc
 import os
 import pathlib
 import platform
@@ -115,6 +116,27 @@ def datasketch_baseline(documents, num_perm=128, threshold=0.85):
     return duplicates
 
 
+def run_stages(files, root):
+    """One run of each stage on its own, then of the file-by-file pipeline."""
+    gc.collect()
+    load_wall, load_cpu, documents = timed(lambda: stage_load(files, root))
+    blocks = sum(len(d.blocks) for d in documents)
+    dedup_wall, dedup_cpu, (kept, duplicates) = timed(lambda: stage_dedup(documents))
+    each_wall, each_cpu, _ = timed(lambda: stage_dedup_per_block(documents))
+    chunk_wall, chunk_cpu, chunk_count = timed(lambda: stage_chunk(documents, kept))
+    documents = kept = None
+    gc.collect()
+    pipe_wall, pipe_cpu, (pipe_chunks, pipe_duplicates) = timed(lambda: pipeline(files, root))
+    timings = [
+        (load_wall, load_cpu),
+        (dedup_wall, dedup_cpu),
+        (each_wall, each_cpu),
+        (chunk_wall, chunk_cpu),
+        (pipe_wall, pipe_cpu),
+    ]
+    return timings, (blocks, duplicates, chunk_count, pipe_duplicates, pipe_chunks)
+
+
 def report(name, words, runs):
     walls = [r[0] for r in runs]
     cpus = [r[1] for r in runs]
@@ -141,18 +163,10 @@ def main():
 
     loads, dedups, per_block, chunks, pipes = [], [], [], [], []
     for _ in range(args.runs):
-        wall, cpu, documents = timed(lambda: stage_load(files, args.folder))
-        loads.append((wall, cpu))
-        blocks = sum(len(d.blocks) for d in documents)
-        wall, cpu, (kept, duplicates) = timed(lambda: stage_dedup(documents))
-        dedups.append((wall, cpu))
-        wall, cpu, _ = timed(lambda: stage_dedup_per_block(documents))
-        per_block.append((wall, cpu))
-        wall, cpu, chunk_count = timed(lambda: stage_chunk(documents, kept))
-        chunks.append((wall, cpu))
-        del documents, kept
-        wall, cpu, (pipe_chunks, pipe_duplicates) = timed(lambda: pipeline(files, args.folder))
-        pipes.append((wall, cpu))
+        timings, counts = run_stages(files, args.folder)
+        for series, timing in zip((loads, dedups, per_block, chunks, pipes), timings):
+            series.append(timing)
+    blocks, duplicates, chunk_count, pipe_duplicates, pipe_chunks = counts
     report("load + normalize", words, loads)
     report("dedup (filter_blocks)", words, dedups)
     report("dedup (is_duplicate each)", words, per_block)

@@ -31,7 +31,7 @@ SEPARATOR = " • "
 _FENCE_TOKENS = 8  # two lines of ``` are a word and three marks each
 
 _PUNCTUATION = string.punctuation.encode("ascii")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[`*]?[A-Z0-9])")
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[`*]?[A-Z0-9])")
 
 
 def count_tokens(text: str) -> int:
@@ -166,7 +166,7 @@ def _units(blocks, limit, piece_limit):
 
 def _overlap(group, low, high):
     """Tail of ``group`` to repeat: whole sentences / lines worth ``low``..``high`` tokens."""
-    fragments = []  # (unit-like) newest first
+    fragments = []  # (source unit, raw text, rendered text), in document order
     total = 0
     for unit in reversed(group):
         if unit.heading or unit.overlap:

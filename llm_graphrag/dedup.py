@@ -1,18 +1,21 @@
-"""Near-duplicate paragraph detection with bottom-k MinHash sketches.
+"""Near-duplicate paragraph detection: MinHash-style keys over hashed word shingles.
 
 A paragraph becomes the set of its word 3-grams (lower-cased runs of letters and digits,
-so markup and punctuation do not count). Each shingle gets one 40-bit hash; the
-paragraph's sketch is its ``k`` smallest hashes (a bottom-k MinHash). For two paragraphs,
-the share of the ``k`` smallest hashes of the union that appear in both sketches
-estimates the Jaccard similarity of their shingle sets, and is exact when both have at
-most ``k`` shingles, as most paragraphs do.
+so markup and punctuation do not count), each hashed to 40 bits. Within a run the whole
+sorted hash set is kept and candidates are compared by their exact Jaccard similarity.
+A stored signature holds only the ``k`` smallest hashes (a bottom-k MinHash sketch); for
+those, the share of the ``k`` smallest hashes of the union found in both estimates the
+Jaccard similarity (exactly, when both paragraphs have at most ``k`` shingles).
 
-Candidates come from an index of every pair among each sketch's first ``keys`` hashes
-(a hash of each pair is a key): paragraphs sharing two of them are compared. Two paragraphs with Jaccard similarity J
-miss each other only if fewer than two of the first ``keys`` hashes of their union are
-shared, which is rare for J >= 0.85. Hashing is a few numpy passes over the bytes of a
-whole batch of paragraphs (a document), with no Python work per word. Hashes are
-deterministic, so signatures can be stored and passed back in to seed a later run.
+Candidates come from an index keyed by a hash of every pair among each set's ``keys``
+smallest hashes (its leading MinHash values): paragraphs sharing two of them are compared. A near-duplicate is missed
+only if the two share fewer than two of their first five values, which for Jaccard
+similarity 0.85 happens about once in a thousand pairs.
+
+A batch of paragraphs (a document) is hashed with a few numpy passes over its bytes, with
+no Python work per word; ``is_duplicate()`` hashes one paragraph in plain Python to the
+same values. Hashes are deterministic, so signatures can be stored and passed back in to
+seed a later run.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ DEDUP_KINDS = ("paragraph", "list", "quote", "table")
 _SEPARATOR = "\x1e"
 _HASH_BITS = 40
 _HASH_MASK = np.uint64((1 << _HASH_BITS) - 1)
+_MASK40 = (1 << _HASH_BITS) - 1
+_MASK64 = (1 << 64) - 1
 _PAIR_MIX = 1 << _HASH_BITS
 _WORD_MIX = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
 _BASE = 0x100000001B3  # odd, so it has an inverse modulo 2**64
@@ -59,6 +64,15 @@ def _mix(x):
     return x ^ (x >> np.uint64(31))
 
 
+def _mix_int(x):
+    """``_mix()`` for one Python integer below 2**64."""
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & _MASK64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
 def similarity(a, b, k=64) -> float:
     """Bottom-k estimate of the Jaccard similarity of two sketches (sequences of hashes)."""
     set_a, set_b = set(a), set(b)
@@ -87,7 +101,9 @@ class NearDuplicateFilter:
         self.keys = keys
         self.duplicates = 0
         self._index = {}  # pair of leading hashes -> the latest sketch holding it
-        self._sketches = []  # uint64 arrays
+        self._sketches = []  # sorted uint64 arrays of shingle hashes
+        self._complete = []  # False for signatures, which hold only the k smallest
+        self._word_cache = {}  # word bytes -> hash, for is_duplicate()
         for signature in signatures or ():
             self.add_signature(signature)
 
@@ -112,7 +128,7 @@ class NearDuplicateFilter:
         return hashes, owners
 
     def sketches(self, texts) -> list:
-        """Bottom-k sketches (sorted uint64 arrays) for ``texts``; ``None`` if too short."""
+        """Sorted uint64 arrays of the shingle hashes of ``texts``; ``None`` if too short."""
         return self._batch(texts)[0]
 
     def _batch(self, texts):
@@ -139,10 +155,8 @@ class NearDuplicateFilter:
         if len(combined) > 1:  # the same shingle twice in a paragraph counts once
             combined = combined[np.concatenate(([True], combined[1:] != combined[:-1]))]
         paragraph = (combined >> np.uint64(_HASH_BITS)).astype(np.int64)
-        firsts = np.searchsorted(paragraph, np.arange(len(texts)))
-        chosen = (np.arange(len(combined)) - firsts[paragraph]) < self.k
-        values = combined[chosen] & _HASH_MASK
-        bounds = np.searchsorted(paragraph[chosen], np.arange(len(texts) + 1))
+        values = combined & _HASH_MASK
+        bounds = np.searchsorted(paragraph, np.arange(len(texts) + 1))
         present = np.flatnonzero(enough)
         # Index keys: a hash of each pair among the first ``keys`` values of a sketch.
         starts, stops = bounds[present], bounds[present + 1]
@@ -162,12 +176,16 @@ class NearDuplicateFilter:
                 keys[index] = pair_keys[row]
             else:
                 keys[index] = [key for key, ok in zip(pair_keys[row], valid[row]) if ok]
+                if not keys[index]:  # a single distinct shingle: pair it with itself
+                    value = int(values[bounds[index]])
+                    keys[index] = [_mix_int((value * _PAIR_MIX + value) & _MASK64)]
         return out, keys
 
     def signature(self, text: str) -> bytes | None:
-        """The sketch of ``text`` as bytes (for storage), or ``None`` if it is too short."""
+        """The ``k`` smallest shingle hashes of ``text`` as bytes (for storage), or
+        ``None`` if it is too short."""
         sketch = self.sketches([text])[0]
-        return None if sketch is None else sketch.tobytes()
+        return None if sketch is None else sketch[: self.k].tobytes()
 
     # -- filtering -------------------------------------------------------------------
 
@@ -179,13 +197,15 @@ class NearDuplicateFilter:
         keys = _mix(
             first[[a for a, _ in pairs]] * np.uint64(_PAIR_MIX) + first[[b for _, b in pairs]]
         )
-        self._check(sketch, keys.tolist())
+        self._check(sketch, keys.tolist(), complete=False)
 
-    def _check(self, sketch, keys) -> bool:
+    def _check(self, sketch, keys, complete=True) -> bool:
         """True if ``sketch`` nearly matches a remembered one; otherwise remember it.
 
         ``keys`` hash every pair of the sketch's first ``keys`` values, so candidates
-        are the sketches sharing at least two of those values with this one.
+        are the sketches sharing at least two of those values with this one. Two complete
+        shingle sets (from text in this run) are compared exactly; a stored signature
+        holds only the ``k`` smallest values and is compared by the bottom-k estimate.
         """
         index = self._index
         candidates = set(map(index.get, keys, repeat(-1)))
@@ -195,16 +215,21 @@ class NearDuplicateFilter:
             values = None
             for candidate in candidates:
                 other = self._sketches[candidate]
-                if size < self.k and len(other) < self.k:
-                    # Both sketches are whole sets: Jaccard <= smaller size / larger size.
-                    if min(size, len(other)) < self.threshold * max(size, len(other)):
-                        continue
                 if values is None:
                     values = sketch.tolist()
-                if similarity(values, other.tolist(), self.k) >= self.threshold:
+                if complete and self._complete[candidate]:
+                    # Jaccard is at most the smaller size over the larger one.
+                    if min(size, len(other)) < self.threshold * max(size, len(other)):
+                        continue
+                    shared = len(set(values).intersection(other.tolist()))
+                    score = shared / (size + len(other) - shared)
+                else:
+                    score = similarity(values[: self.k], other[: self.k].tolist(), self.k)
+                if score >= self.threshold:
                     return True
         index.update(dict.fromkeys(keys, len(self._sketches)))
         self._sketches.append(sketch)
+        self._complete.append(complete)
         return False
 
     def check_many(self, texts) -> list:
@@ -219,12 +244,45 @@ class NearDuplicateFilter:
     def is_duplicate(self, text: str) -> bool:
         """True if ``text`` nearly repeats a paragraph seen before; otherwise remember it.
 
-        Sketching one paragraph at a time costs numpy's per-call overhead for each one:
-        ``filter_blocks()`` or ``check_many()`` over a document is many times faster.
+        One paragraph is sketched in plain Python (numpy's per-call overhead would
+        dominate); ``filter_blocks()`` or ``check_many()`` over a whole document is still
+        several times faster per paragraph.
         """
-        if len(_WORD_RUN.findall(text.encode("utf-8"))) < self.min_words:
-            return False  # too short to sketch; counted the same way as in _words()
-        return self.check_many([text])[0]
+        sketch, keys = self._sketch_one(text)
+        if sketch is None:
+            return False
+        duplicate = self._check(sketch, keys)
+        self.duplicates += duplicate
+        return duplicate
+
+    def _sketch_one(self, text):
+        """``_batch([text])`` for one text, with Python integers instead of numpy."""
+        words = _WORD_RUN.findall(text.lower().encode("utf-8"))
+        if len(words) < self.min_words:
+            return None, None
+        cache = self._word_cache
+        hashes = []
+        for word in words:
+            value = cache.get(word)
+            if value is None:
+                value = 0
+                for byte in word:
+                    value = (value * _BASE + byte + 1) & _MASK64
+                value = cache[word] = _mix_int(value)
+            hashes.append(value)
+        size = self.shingle
+        if size == 3:
+            m0, m1, m2 = _WORD_MIX[:3]
+            combined = [a * m0 + b * m1 + c * m2 for a, b, c in zip(hashes, hashes[1:], hashes[2:])]
+        else:
+            columns = zip(*(hashes[offset:] for offset in range(size)))
+            combined = [sum(h * m for h, m in zip(group, _WORD_MIX)) for group in columns]
+        values = {_mix_int(value & _MASK64) & _MASK40 for value in combined}
+        sketch = sorted(values)
+        first = sketch[: self.keys]
+        pairs = combinations(first, 2) if len(first) > 1 else [(first[0], first[0])]
+        keys = [_mix_int((a * _PAIR_MIX + b) & _MASK64) for a, b in pairs]
+        return np.array(sketch, dtype=np.uint64), keys
 
     def filter_blocks(self, blocks, kinds=DEDUP_KINDS) -> tuple:
         """Drop near-duplicate blocks of the given kinds; returns ``(kept, skipped_count)``.

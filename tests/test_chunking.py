@@ -331,3 +331,12 @@ def test_fixture_preludes():
     ]
     # The chunk after the table repeats the last list item (a break inside "Steps").
     assert chunks[3].text.startswith("3. Check the spool.\n\nhost | role | spool limit\n")
+
+
+def test_sentence_boundaries_keep_closing_quotes():
+    said = 'The operator said "Drain the host first." Then the spool fell (slowly.)'
+    paragraph = " ".join([said] * 4)
+    doc = document([Block("paragraph", paragraph)], title="Notes")
+    chunks = chunk_document(doc, {"budgets": {"general": (20, 40)}, "overlap": 0})
+    assert [c.text for c in chunks] == [said + " " + said] * 2
+    assert [c.token_count for c in chunks] == [36, 36]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html as html_module
 import io
-import os
 import re
 
 import yaml
