@@ -60,9 +60,18 @@ async def test_database_with_vec0_opens_and_has_metadata(ds):
 async def test_every_table_and_column_has_a_description(ds, sample_db):
     db = open_database(sample_db)
     tables = ds.metadata("tables", database="graphrag")
-    for table in ("docs", "chunks", "entities", "mentions", "relations", "relation_evidence", "ingest_runs"):
-        columns = set(db[table].columns_dict)
-        assert columns == set(tables[table]["columns"]), table
+    shadow = ("_fts", "_vec", "_data", "_idx", "_docsize", "_config", "_info", "_chunks", "_rowids")
+    ours = [
+        t for t in db.table_names() + db.view_names()
+        if not any(part in t for part in shadow) and not t.startswith(("_", "sqlite_"))
+    ]
+    for table in ours:
+        assert tables[table]["title"] and tables[table]["description"], table
+    for table in ("docs", "chunks", "entities", "mentions", "relations", "relation_evidence",
+                  "ingest_runs", "gazetteer_terms"):
+        assert set(db[table].columns_dict) == set(tables[table]["columns"]), table
+    for vec in ("chunk_vec", "entity_vec", "fact_vec"):
+        assert tables[vec]["description"]
 
 
 @pytest.mark.asyncio
