@@ -505,3 +505,72 @@ def extract(database, docs, as_json):
         click.echo(
             "{mentions} mentions, {entities_new} new entities, {relations} relations".format(**result)
         )
+
+
+@graphrag.command(name="eval")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    type=click.Choice(["bm25", "vector", "hybrid", "graph"]),
+    help="Modes to compare (default: all four)",
+)
+@click.option("-k", "ks", multiple=True, type=int, help="Cut-offs (default: 2, 5, 10)")
+@click.option(
+    "--store",
+    type=click.Path(dir_okay=False),
+    help="Store the run as tables eval_runs, eval_results, eval_queries in this database",
+)
+@click.option(
+    "--keep",
+    type=click.Path(dir_okay=False),
+    help="Build the evaluation database here and keep it (reused when run again)",
+)
+@json_option
+@friendly_errors
+def eval_(file, modes, ks, store, keep, as_json):
+    """Measure retrieval recall on an evaluation file, per retrieval mode.
+
+    FILE is JSON with a "corpus" list of texts and "queries" with "question" and
+    "gold" indexes into the corpus. Each text is ingested as one document into a fresh
+    database with the normal pipeline; every question runs in each mode.
+
+    \b
+    Example usage:
+        llm graphrag eval ../shared/eval/qasc-dev.json
+        llm graphrag eval questions.json --mode hybrid --mode graph -k 10 --json
+        llm graphrag eval questions.json --store runs.db
+    """
+    from .evaluate import EvalFileError, format_table, run_eval
+    from .retrieval import MODES
+
+    show = not as_json and sys.stderr.isatty()
+    bars = {}
+
+    def progress(stage, done, total):
+        if not show:
+            return
+        if stage not in bars:
+            bars[stage] = click.progressbar(length=total, label=stage.capitalize(), file=sys.stderr)
+            bars[stage].__enter__()
+        bar = bars[stage]
+        bar.update(done - bar.pos)
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    try:
+        report = run_eval(
+            file,
+            modes=modes or MODES,
+            ks=ks or (2, 5, 10),
+            store_db=store,
+            database=keep,
+            progress=progress,
+        )
+    except EvalFileError as ex:
+        raise click.ClickException(str(ex))
+    if as_json:
+        echo_json(report)
+    else:
+        click.echo(format_table(report))

@@ -9,11 +9,17 @@
   that complete them, through shared entities (mentions), relations traversed by
   ``bfsvtab`` (up to ``hops``, filtered by ``rels``) and shared rare terms.
 
-Scoring follows seed 004 §14 with weights from config: a chunk's score is
-``semantic * relevance + graph * bridge``, where relevance is its fused rank score in
-[0, 1] and bridge sums, over the seeds that reach it, the seed's confidence times a
-decay on the chunk's rank among that seed's candidates, times the hop score and the
-relation weight of the path.
+Scoring follows seed 004 §14 with weights from config (``weights`` in the
+``retrieval`` setting, or ``RetrievalOptions.weights``): a chunk's score is
+``semantic * relevance + graph * bridge``. Relevance is the fused rank score in [0, 1]
+(1 for a chunk first in both lists). Bridge sums, over the seeds that reach the chunk,
+the seed's confidence (its relevance ** ``seed_sharpness``: only a seed both searches
+agree on counts much) times ``bridge_decay ** n`` for the chunk's rank n among that
+seed's candidates, times the path's hop score and relation weight relative to a
+one-hop bridge. Candidates are ranked by their fit to question + seed: BM25 of the
+seed's words the question lacks, cosine to the question + seed vector, and the
+inverse document frequency of the entities they share. A chunk reached from a seed
+ranks just below that seed.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .db import sqlite3
 
 MODES = ("bm25", "vector", "hybrid", "graph")
 BRIDGES = ("entities", "terms", "relations")
@@ -54,16 +62,17 @@ class RetrievalOptions:
     seeds: int = 1  # top fused chunks expanded
     seed_sharpness: float = 4.0  # seed confidence = relevance ** sharpness
     bridge_pool: int = 20  # candidates kept per seed
-    bridge_decay: float = 3.0  # contribution ~ 1 / (1 + rank / decay)
+    bridge_decay: float = 0.8  # the n-th candidate of a seed counts decay ** n
     bridge_via: tuple = BRIDGES
     fit: dict = field(
         default_factory=lambda: {"bm25": 1.0, "cosine": 3.0, "seed": 1.0, "entities": 0.5}
     )
-    term_candidates: int = 100
-    max_entity_chunks: int = 200  # entities in more chunks are too common to bridge
-    max_bridge_entities: int = 8
+    term_candidates: int = 50
+    max_bridge_terms: int = 8  # words of the seed's best-matching sentence
+    max_entity_chunks: int = 30  # entities in more chunks are too common to bridge
+    max_bridge_entities: int = 5  # the rarest entities of a seed the question lacks
     relation_roots: int = 3  # bridge entities whose relations are traversed
-    relation_targets: int = 50  # related entities followed to their chunks
+    relation_targets: int = 10  # related entities followed to their chunks
     snippet_chars: int = 240
 
     def __post_init__(self):
@@ -102,7 +111,7 @@ def _setting(conn, key, default=None):
     """A ``graphrag_settings`` value read on ``conn`` itself (no new wrappers per query)."""
     try:
         row = conn.execute("select value from graphrag_settings where key = ?", [key]).fetchone()
-    except Exception:
+    except sqlite3.OperationalError:  # no settings table: not a graphrag database yet
         return default
     return json.loads(row[0]) if row else default
 
@@ -156,7 +165,8 @@ class _Query:
         self.paths = {}  # chunk id -> best path dict
         self.query_entities = {}
         self._query_vector = None
-        self._embedder = None
+        self._total_chunks = None
+        self._wanted = {}
 
     # -- first hop ------------------------------------------------------------------
 
@@ -204,7 +214,7 @@ class _Query:
 
     def expand(self):
         options = self.options
-        seeds = [c for c in self.order[: options.seeds]]
+        seeds = self.order[: options.seeds]
         if not seeds:
             return
         self.query_entities = self._match_query_entities()
@@ -218,11 +228,11 @@ class _Query:
                 continue
             ranked = self._rank_candidates(seed, candidates, term_scores)[: options.bridge_pool]
             for rank, (chunk_id, path) in enumerate(ranked):
-                gain = confidence / (1.0 + rank / options.bridge_decay) * path["factor"]
+                gain = confidence * options.bridge_decay**rank * path["factor"]
                 self.bridge[chunk_id] = self.bridge.get(chunk_id, 0.0) + gain
                 best = self.paths.get(chunk_id)
                 if best is None or gain > best["gain"]:
-                    self.paths[chunk_id] = dict(path, gain=gain, seed=seed)
+                    self.paths[chunk_id] = dict(path, gain=gain, seed=seed, rank=rank)
 
     def _match_query_entities(self):
         """Entities whose normalized name is a 1-3 word n-gram of the question."""
@@ -252,20 +262,19 @@ class _Query:
         ).fetchall()
         return {row[0] for row in rows}
 
-    def _chunk_counts(self, entity_ids):
+    def _popularity(self, entity_ids):
+        """How often each entity is mentioned (its ``popularity``): a document frequency."""
         if not entity_ids:
             return {}
         marks = ",".join("?" * len(entity_ids))
         rows = self.conn.execute(
-            f"select entity_id, count(distinct chunk_id) from mentions "
-            f"where entity_id in ({marks}) group by entity_id",
-            list(entity_ids),
+            f"select id, popularity from entities where id in ({marks})", list(entity_ids)
         ).fetchall()
-        return dict(rows)
+        return {entity_id: count for entity_id, count in rows}
 
     @property
     def total_chunks(self):
-        if not hasattr(self, "_total_chunks"):
+        if self._total_chunks is None:
             # max(id) is an index lookup where count(*) would scan every chunk
             row = self.conn.execute("select max(id) from chunks").fetchone()
             self._total_chunks = row[0] or 0
@@ -281,8 +290,7 @@ class _Query:
         candidates = {}
         seed_entities = self._chunk_entities(seed) if via & {"entities", "relations"} else set()
         query_entities = set(self.query_entities)
-        counts = self._chunk_counts(seed_entities | query_entities)
-        self._seed_context = (seed_entities, query_entities, counts)
+        counts = self._popularity(seed_entities | query_entities)
         bridges = [
             e
             for e in seed_entities - query_entities
@@ -290,6 +298,9 @@ class _Query:
         ]
         bridges.sort(key=lambda e: (counts[e], e))
         bridges = bridges[: options.max_bridge_entities]
+        # what a good candidate adds: the seed's bridges and the question's other entities
+        wanted = set(bridges) | (query_entities - seed_entities)
+        self._wanted = {e: self._idf(counts.get(e, 1)) for e in wanted}
         if "entities" in via and bridges:
             marks = ",".join("?" * len(bridges))
             for chunk_id, entity_id in self.conn.execute(
@@ -326,7 +337,7 @@ class _Query:
                 reached[target] = (entity_id, parent, distance)
         if not reached:
             return
-        counts = self._chunk_counts(list(reached))
+        counts = self._popularity(list(reached))
         targets = [t for t in reached if 0 < counts.get(t, 0) <= options.max_entity_chunks]
         targets.sort(key=lambda t: (reached[t][2], counts[t], t))
         targets = targets[: options.relation_targets]
@@ -340,7 +351,10 @@ class _Query:
         ):
             origin, parent, distance = reached[entity_id]
             hops = 1 + distance
-            rel = rel_of.get((parent, entity_id), "related_to")
+            edge = rel_of.get((parent, entity_id)) or {
+                "src": parent, "dst": entity_id, "rel": "related_to", "weight": None
+            }
+            rel = edge["rel"]
             factor = (
                 HOP_SCORES.get(hops, 0.1)
                 / HOP_SCORES[1]
@@ -354,7 +368,7 @@ class _Query:
                 "factor": factor,
                 "entity": origin,
                 "target": entity_id,
-                "parent": parent,
+                "edge": edge,
                 "rel": rel,
             }
 
@@ -374,8 +388,9 @@ class _Query:
                 "order by weight desc",
                 params,
             ):
+                edge = {"src": src, "dst": dst, "rel": rel, "weight": weight}
                 for key in ((src, dst), (dst, src)):
-                    found.setdefault(key, rel)
+                    found.setdefault(key, edge)
         return found
 
     def _term_candidates(self, seed, candidates):
@@ -387,9 +402,10 @@ class _Query:
         if not row:
             return {}
         question = {_lemma(w) for w in self.words}
-        seed_words = query_words(row[0])
+        seed_words = query_words(_best_sentence(row[0], question))
         seed_lemmas = {_lemma(w) for w in seed_words}
         bridge = [w for w in seed_words if _lemma(w) not in question]
+        bridge = bridge[: self.options.max_bridge_terms]
         rest = [w for w in self.words if _lemma(w) not in seed_lemmas]
         if not bridge:
             return {}
@@ -417,13 +433,12 @@ class _Query:
         """Candidates by fit to question + seed: bridge BM25, cosine, entity overlap."""
         fit = self.options.fit
         ids = list(candidates)
-        seed_entities, query_entities, counts = self._seed_context
+        wanted = self._wanted
         vectors = self._vectors(ids + [seed])
         target = self.query_vector + fit.get("seed", 1.0) * vectors.get(seed, 0.0)
         norm = float(np.linalg.norm(target))
         if norm:
             target = target / norm
-        wanted = seed_entities ^ query_entities
         overlap = {}
         if wanted and fit.get("entities"):
             marks = ",".join("?" * len(ids))
@@ -433,18 +448,16 @@ class _Query:
                 f"and entity_id in ({wmarks})",
                 ids + sorted(wanted),
             ):
-                overlap[chunk_id] = overlap.get(chunk_id, 0.0) + self._idf(counts.get(entity_id, 1))
-        scored = []
-        for chunk_id in ids:
-            vector = vectors.get(chunk_id)
-            cosine = float(vector @ target) if vector is not None else 0.0
-            value = (
-                fit.get("bm25", 0.0) * term_scores.get(chunk_id, 0.0)
-                + fit.get("cosine", 0.0) * cosine
-                + fit.get("entities", 0.0) * overlap.get(chunk_id, 0.0)
-            ) * candidates[chunk_id]["factor"]
-            scored.append((value, chunk_id))
-        scored.sort(key=lambda item: (-item[0], item[1]))
+                overlap[chunk_id] = overlap.get(chunk_id, 0.0) + wanted[entity_id]
+        zero = np.zeros_like(target)
+        matrix = np.stack([vectors.get(chunk_id, zero) for chunk_id in ids])
+        cosines = matrix @ target
+        values = (
+            fit.get("bm25", 0.0) * np.array([term_scores.get(c, 0.0) for c in ids])
+            + fit.get("cosine", 0.0) * cosines
+            + fit.get("entities", 0.0) * np.array([overlap.get(c, 0.0) for c in ids])
+        ) * np.array([candidates[c]["factor"] for c in ids])
+        scored = sorted(zip(values.tolist(), ids), key=lambda item: (-item[0], item[1]))
         return [(chunk_id, dict(candidates[chunk_id], fit=value)) for value, chunk_id in scored]
 
     def _vectors(self, ids):
@@ -474,6 +487,8 @@ class _Query:
                 + weights["graph"] * self.bridge.get(c, 0.0)
                 for c in set(self.relevance) | set(self.bridge)
             }
+            if weights["graph"]:
+                self._below_seeds(scores)
         ranked = sorted(scores, key=lambda c: (-scores[c], c))[: options.k]
         rows = self._chunk_rows(ranked)
         chunks, explanations = [], []
@@ -497,7 +512,7 @@ class _Query:
             if chunk_id in self.bm25:
                 chunk["bm25"] = round(self.bm25[chunk_id][1], 6)
             path = self.paths.get(chunk_id) if weights["graph"] else None
-            chunk["hop"] = 0 if chunk_id in self.relevance else path["hops"]
+            chunk["hop"] = path["hops"] if path else 0
             if path:
                 chunk["bridge"] = round(self.bridge[chunk_id], 6)
                 chunk["via"] = {
@@ -518,6 +533,13 @@ class _Query:
             "mode": options.mode,
         }
 
+    def _below_seeds(self, scores):
+        """A chunk reached from a seed ranks below that seed, in candidate order."""
+        for chunk_id, path in sorted(self.paths.items(), key=lambda item: item[1]["rank"]):
+            ceiling = scores.get(path["seed"], 0.0) - 1e-6 * (path["rank"] + 1)
+            if scores.get(chunk_id, 0.0) > ceiling:
+                scores[chunk_id] = ceiling
+
     def _explain(self, chunk_id, path):
         parts = []
         if chunk_id in self.vector:
@@ -530,10 +552,14 @@ class _Query:
                 name = self._entity_name(path["entity"])
                 parts.append(f"1-hop via shared entity '{name}' from chunk {seed}")
             elif path["kind"] == "relation":
+                edge = path["edge"]
+                fact = " ".join(
+                    [self._entity_name(edge["src"]), edge["rel"], self._entity_name(edge["dst"])]
+                )
                 name = self._entity_name(path["entity"])
-                target = self._entity_name(path["target"])
                 parts.append(
-                    f"{path['hops']}-hop {path['rel']} '{name}' → '{target}' from chunk {seed}"
+                    f"{path['hops']}-hop via shared entity '{name}' and relation "
+                    f"'{fact}' from chunk {seed}"
                 )
             else:
                 terms = ", ".join(path["terms"][:3])
@@ -575,6 +601,22 @@ class _Query:
         ]
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+
+def _best_sentence(text, lemmas):
+    """The sentence of ``text`` sharing most words with ``lemmas`` (the whole text when
+    it is one sentence): a long chunk bridges from the passage that matched."""
+    sentences = [s for s in _SENTENCE.split(text or "") if s.strip()]
+    if len(sentences) <= 1:
+        return text or ""
+
+    def overlap(sentence):
+        return len({_lemma(w) for w in query_words(sentence)} & lemmas)
+
+    return max(sentences, key=overlap)
+
+
 def _snippet(text, limit):
     text = " ".join((text or "").split())
     if len(text) <= limit:
@@ -595,7 +637,7 @@ def _path_edges(path, chunk_id):
     if path["kind"] == "relation":
         return [
             {"src": path["entity"], "dst": seed, "rel": "MENTIONED_IN", "kind": "mention"},
-            {"src": path["parent"], "dst": path["target"], "rel": path["rel"], "kind": "relation"},
+            dict(path["edge"], kind="relation"),
             {"src": path["target"], "dst": chunk_id, "rel": "MENTIONED_IN", "kind": "mention"},
         ]
     return []
@@ -610,3 +652,51 @@ def _dedupe(edges):
             seen.add(key)
             out.append(edge)
     return out
+
+
+class BitIndex:
+    """Binary sketches of unit vectors, held in memory for fast approximate KNN.
+
+    Each vector is kept as its sign bits (``vec_quantize_binary``): a Hamming scan over
+    them picks ``candidates`` rows, which are then rescored exactly with cosine
+    distance on their float32 blobs. Built from ``table`` (``id``, ``bits`` columns);
+    rescored against ``float_sql``, a query returning ``(id, distance)`` for the ids
+    given as a JSON array in its second parameter after the query vector.
+    """
+
+    def __init__(self, conn, table, id_column="id", bits_column="bits"):
+        rows = conn.execute(
+            f"select {id_column}, {bits_column} from {table} order by {id_column}"
+        ).fetchall()
+        self.ids = np.array([row[0] for row in rows], dtype=np.int64)
+        blob = b"".join(row[1] for row in rows)
+        words = (len(rows[0][1]) // 8) if rows else 1
+        self.bits = np.frombuffer(blob, dtype=np.uint64).reshape(len(rows), words)
+        self.conn = conn
+
+    def __len__(self):
+        return len(self.ids)
+
+    def candidates(self, vector, n):
+        """Ids of the ``n`` rows nearest ``vector`` in Hamming distance."""
+        if not len(self.ids):
+            return []
+        query = self.conn.execute(
+            "select vec_quantize_binary(?)", [np.asarray(vector, dtype="<f4").tobytes()]
+        ).fetchone()[0]
+        query = np.frombuffer(query, dtype=np.uint64)
+        counts = np.bitwise_count(self.bits ^ query)
+        distances = counts[:, 0].astype(np.uint16)
+        for column in range(1, counts.shape[1]):
+            distances += counts[:, column]
+        n = min(n, len(self.ids))
+        top = np.argpartition(distances, n - 1)[:n] if n < len(self.ids) else np.arange(n)
+        return self.ids[top].tolist()
+
+    def search(self, vector, k, candidates, float_sql):
+        """``[(id, cosine distance)]`` of the ``k`` nearest, rescored exactly."""
+        ids = self.candidates(vector, candidates)
+        rows = self.conn.execute(
+            float_sql, [np.asarray(vector, dtype="<f4").tobytes(), json.dumps(ids)]
+        ).fetchall()
+        return sorted(rows, key=lambda row: (row[1], row[0]))[:k]
