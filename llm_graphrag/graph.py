@@ -396,7 +396,7 @@ def topn(db, entity_names=None, category=None, language=None, limit=5):
         if category:
             places = [t.lower() for t in meta.get("tags", []) + meta.get("breadcrumbs", [])]
             if category.lower() in places:
-                score += 0.1
+                score += 0.2  # asked for explicitly, so worth as much as recency
                 reasons.append(f"category match {category}")
         items.append(
             {
