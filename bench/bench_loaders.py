@@ -14,37 +14,17 @@ permutations) over the same paragraphs, for comparison with the bottom-k filter.
 import argparse
 import gc
 import os
-import pathlib
-import platform
 import statistics
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from common import machine  # noqa: E402
 
 from llm_graphrag.chunking import chunk_document  # noqa: E402
-from llm_graphrag.db import sqlite3  # noqa: E402
 from llm_graphrag.dedup import DEDUP_KINDS, NearDuplicateFilter  # noqa: E402
 from llm_graphrag.loaders import expand_paths, load_document  # noqa: E402
 
 DEFAULT = "/usr/share/doc/python3.11/html/_sources"
-
-
-def machine():
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as fp:
-            for line in fp:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    load = " ".join(f"{v:.2f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    return (
-        f"cpu: {cpu}; cores: {os.cpu_count()}; python {platform.python_version()}; "
-        f"sqlite {sqlite3.sqlite_version}; load average: {load}"
-    )
 
 
 def timed(fn):
