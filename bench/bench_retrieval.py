@@ -6,20 +6,21 @@ Two benchmarks, both printing medians with the machine they ran on:
 (by default Debian's python3.11-doc reStructuredText sources, ingested once into a cached
 database: ``apt-get install python3.11-doc``), asking a fixed list of Python questions.
 
-``knn``: KNN over N synthetic 256-d unit vectors (clustered, like text embeddings) in
-sqlite-vec: exact ``vec0`` ``float[256]`` search, against a binary index (sign bits from
-``vec_quantize_binary``, stored in SQLite, scanned in memory with numpy) whose top
-candidates are rescored exactly with ``vec_distance_cosine`` on the float32 blobs.
-Reports p50/p95 latency and recall@10 against exact search.
+``knn``: the toolkit's vector search (``llm_graphrag.retrieval.vector_search``, what
+``hybrid_query`` calls) over a graphrag database holding N synthetic 256-d unit vectors
+(clustered, like text embeddings), written the toolkit's way: one tiny document and chunk
+per vector, vectors through ``write_embeddings`` so the triggers fill ``chunk_vec``
+(built once and cached). Side by side, per query: the exact ``chunk_vec`` vec0 scan (bit
+index disabled) and the bit index with exact rescoring of its top candidates; reports the
+index build time, p50/p95 latency and recall@k against the exact scan and against numpy.
 
     python bench/bench_retrieval.py query [--database PATH] [--source FOLDER]
-    python bench/bench_retrieval.py knn [--vectors 1000000] [--queries 50]
+    python bench/bench_retrieval.py knn [--vectors 1000000] [--queries 50] [--k 10 50]
 """
 
 import argparse
 import os
 import pathlib
-import platform
 import statistics
 import sys
 import time
@@ -28,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from llm_graphrag.db import connect, sqlite3  # noqa: E402
+from common import machine  # noqa: E402
 
 SOURCE = "/usr/share/doc/python3.11/html/_sources"
 CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "graphrag-bench"
@@ -75,23 +76,6 @@ QUESTIONS = [
     "computing a hash of a file with hashlib",
     "functools lru_cache",
 ]
-
-
-def machine():
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as fp:
-            for line in fp:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    version = sqlite3.connect(":memory:").execute("select sqlite_version()").fetchone()[0]
-    return (
-        f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"SQLite {version}"
-    )
 
 
 def percentiles(values):
@@ -151,105 +135,120 @@ def synthetic_vectors(n, dim, seed=0, clusters=2000, spread=0.6):
     return out
 
 
-def build_knn_database(path, vectors, with_float):
-    """Float32 blobs (for rescoring), their sign bits, and optionally a vec0 float index."""
-    conn = connect(path)
-    dim = vectors.shape[1]
-    conn.execute("PRAGMA journal_mode=OFF")
-    conn.execute("PRAGMA synchronous=OFF")
-    conn.execute("create table vectors (id integer primary key, embedding blob)")
-    conn.execute("create table vector_bits (id integer primary key, bits blob)")
-    if with_float:
-        conn.execute(
-            f"create virtual table vec_float using vec0(embedding float[{dim}] distance_metric=cosine)"
-        )
-    step = 50_000
+def build_knn_database(path, vectors, step=50_000):
+    """A graphrag database with one tiny document and chunk per vector.
+
+    Rows go in through SQL in transactions of ``step`` rows, vectors through
+    ``write_embeddings``, whose triggers mirror them into ``chunk_vec``.
+    """
+    from llm_graphrag.db import open_database
+    from llm_graphrag.embeddings import write_embeddings
+
+    partial = path.with_name(path.name + ".partial")
+    for suffix in ("", "-wal", "-shm"):
+        pathlib.Path(str(partial) + suffix).unlink(missing_ok=True)
+    db = open_database(partial)
     for start in range(0, len(vectors), step):
-        rows = [
-            (start + i + 1, vectors[start + i].tobytes())
-            for i in range(min(step, len(vectors) - start))
-        ]
-        with conn:
-            conn.executemany("insert into vectors (id, embedding) values (?, ?)", rows)
-            conn.executemany(
-                "insert into vector_bits (id, bits) values (?, vec_quantize_binary(?))", rows
+        ids = range(start + 1, min(start + step, len(vectors)) + 1)
+        with db.conn:
+            db.conn.executemany(
+                "insert into docs (id, path) values (?, ?)", [(i, f"synthetic/{i}") for i in ids]
             )
-            if with_float:
-                conn.executemany("insert into vec_float (rowid, embedding) values (?, ?)", rows)
-    return conn
+            db.conn.executemany(
+                "insert into chunks (id, doc_id, seq, content) values (?, ?, 0, ?)",
+                [(i, i, f"chunk {i}") for i in ids],
+            )
+            write_embeddings(db, "chunks", ids, vectors[start : ids.stop - 1])
+        print(f"  {ids.stop - 1:,} chunks", flush=True)
+    db.close()
+    partial.rename(path)
 
 
-RESCORE = (
-    "select id, vec_distance_cosine(embedding, ?) from vectors "
-    "where id in (select value from json_each(?))"
-)
+def perturbed_queries(vectors, count, seed=1, spread=0.6):
+    """New points near stored ones (a data point plus noise), not copies."""
+    rng = np.random.default_rng(seed)
+    dim = vectors.shape[1]
+    near = vectors[rng.integers(0, len(vectors), count)]
+    queries = near + rng.standard_normal((count, dim)).astype(np.float32) * (spread / np.sqrt(dim))
+    return (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype("<f4")
 
 
 def bench_knn(args):
-    from llm_graphrag.retrieval import BitIndex
+    from llm_graphrag.db import open_database
+    from llm_graphrag.retrieval import (
+        BIT_INDEXES,
+        RetrievalOptions,
+        chunk_bit_index,
+        vector_search,
+    )
 
     dim = 256
     n = args.vectors
-    path = pathlib.Path(args.database or CACHE / f"knn-{n}.db")
-    print(f"{n:,} synthetic {dim}-d unit vectors, {args.queries} queries, k=10")
+    path = pathlib.Path(args.database or CACHE / f"knn-graphrag-{n}.db")
+    started = time.perf_counter()
     vectors = synthetic_vectors(n, dim)
+    print(f"{n:,} synthetic {dim}-d unit vectors generated in "
+          f"{time.perf_counter() - started:.1f}s", flush=True)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+        print(f"Building {path} (once)...", flush=True)
         started = time.perf_counter()
-        build_knn_database(str(path), vectors, with_float=not args.no_float).close()
-        print(f"Built {path} in {time.perf_counter() - started:.0f}s", flush=True)
-    conn = connect(str(path))
-    has_float = bool(
-        conn.execute("select 1 from sqlite_master where name = 'vec_float'").fetchone()
-    )
+        build_knn_database(path, vectors)
+        elapsed = time.perf_counter() - started
+        print(f"Built in {elapsed:.0f}s ({n / elapsed:,.0f} chunks/s)", flush=True)
+    db = open_database(path, create=False)
+    print(f"Database: {path}: {db['chunks'].count:,} chunks")
+
+    BIT_INDEXES.clear()
     started = time.perf_counter()
-    index = BitIndex(conn, "vector_bits")
-    print(f"Bit index loaded into memory in {(time.perf_counter() - started) * 1000:.0f} ms "
-          f"({index.bits.nbytes / 2**20:.0f} MiB)")
-    # Queries: new points near the data (a cluster centre's neighbourhood), not copies.
-    rng = np.random.default_rng(1)
-    near = vectors[rng.integers(0, n, args.queries)]
-    queries = near + rng.standard_normal((args.queries, dim)).astype(np.float32) * (
-        0.6 / np.sqrt(dim)
-    )
-    queries = (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype("<f4")
-    truth = []
-    for query in queries:
-        scores = vectors @ query
-        top = np.argpartition(-scores, 10)[:10]
-        truth.append(set((top + 1).tolist()))
-    methods = []
-    if has_float and not args.skip_exact:
-        methods.append(
-            (
-                "vec0 float[256] exact",
-                lambda q: [
-                    r[0]
-                    for r in conn.execute(
-                        "select rowid from vec_float where embedding match ? and k = 10",
-                        [q.tobytes()],
-                    )
-                ],
-            )
+    index = chunk_bit_index(db, 0)
+    print(f"Bit index counted and built from the embeddings table in "
+          f"{time.perf_counter() - started:.2f}s (once per database change): "
+          f"{len(index):,} rows, {(index.bits.nbytes + index.ids.nbytes) / 2**20:.0f} MiB")
+
+    queries = perturbed_queries(vectors, args.queries)
+    exact = RetrievalOptions(bit_index_min_chunks=None)
+    default = RetrievalOptions()
+    methods = [("exact vec0 scan", exact)] + [
+        (
+            f"bit index top {c} + rescoring",
+            RetrievalOptions(bit_index_min_chunks=0, bit_candidates=c),
         )
-    for candidates in args.candidates:
-        methods.append(
-            (
-                f"bit index top {candidates} + rescoring",
-                lambda q, c=candidates: [r[0] for r in index.search(q, 10, c, RESCORE)],
-            )
-        )
-    print(f"{'method':<36} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
-    for name, search in methods:
-        search(queries[0])
-        times, recalls = [], []
+        for c in args.candidates
+    ]
+    methods.append((f"default options (top {default.bit_candidates})", default))
+    print(f"{args.queries} perturbed-data-point queries; each query runs every method in turn "
+          "(one warm-up query first)")
+    for k in args.k:
+        truth = []
+        for query in queries:
+            top = np.argpartition(-(vectors @ query), k)[:k]
+            truth.append(set((top + 1).tolist()))
+        for _, options in methods:
+            vector_search(db, queries[0], k, options)
+        times = {name: [] for name, _ in methods}
+        recall_exact = {name: [] for name, _ in methods}
+        recall_numpy = {name: [] for name, _ in methods}
         for query, expected in zip(queries, truth):
-            started = time.perf_counter()
-            found = search(query)
-            times.append((time.perf_counter() - started) * 1000)
-            recalls.append(len(expected & set(found)) / 10)
-        p50, p95 = percentiles(times)
-        print(f"{name:<36} {p50:8.1f} {p95:8.1f} {statistics.mean(recalls):10.3f}", flush=True)
+            found = {}
+            for name, options in methods:
+                started = time.perf_counter()
+                rows = vector_search(db, query, k, options)
+                times[name].append((time.perf_counter() - started) * 1000)
+                found[name] = {row[0] for row in rows}
+            for name, _ in methods:
+                recall_exact[name].append(len(found[name] & found["exact vec0 scan"]) / k)
+                recall_numpy[name].append(len(found[name] & expected) / k)
+        print(f"\nk={k}")
+        print(f"{'method':<32} {'p50 ms':>8} {'p95 ms':>8} {'recall vs vec0':>15} "
+              f"{'recall vs numpy':>16}")
+        for name, _ in methods:
+            p50, p95 = percentiles(times[name])
+            print(
+                f"{name:<32} {p50:8.1f} {p95:8.1f} {statistics.mean(recall_exact[name]):15.3f} "
+                f"{statistics.mean(recall_numpy[name]):16.3f}",
+                flush=True,
+            )
 
 
 def main():
@@ -262,10 +261,11 @@ def main():
     knn = sub.add_parser("knn", help="vector KNN over synthetic vectors")
     knn.add_argument("--vectors", type=int, default=1_000_000)
     knn.add_argument("--queries", type=int, default=50)
-    knn.add_argument("--candidates", type=int, nargs="+", default=[200, 400, 800])
-    knn.add_argument("--skip-exact", action="store_true", help="skip the slow exact vec0 search")
-    knn.add_argument("--database", help="vector database file (default: cached)")
-    knn.add_argument("--no-float", action="store_true", help="skip the exact float index")
+    knn.add_argument("--k", type=int, nargs="+", default=[10, 50],
+                     help="neighbours asked for (hybrid_query asks for vector_candidates=50)")
+    knn.add_argument("--candidates", type=int, nargs="+", default=[200, 400, 800],
+                     help="bit index candidates rescored exactly")
+    knn.add_argument("--database", help="graphrag database file (default: cached)")
     args = parser.parse_args()
     print(f"Machine: {machine()}")
     if args.bench == "query":

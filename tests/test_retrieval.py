@@ -3,15 +3,19 @@
 import json
 
 import jsonschema
+import numpy as np
 import pytest
 
 from llm_graphrag.db import open_database
 from llm_graphrag.embeddings import embedder_for, write_embeddings
 from llm_graphrag.retrieval import (
+    BitIndex,
     RetrievalOptions,
+    chunk_bit_index,
     fts_match,
     hybrid_query,
     query_words,
+    vector_search,
 )
 
 TEXTS = [
@@ -223,33 +227,125 @@ def test_tool_contract(db):
     assert ids(result) == [1, 2, 6]
 
 
-def test_bit_index_rescoring(tmp_path):
-    import numpy as np
+DIM = 256
 
+
+def unit_vectors(count, seed):
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIM)).astype("<f4")
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def add_chunks(db, start, vectors):
+    ids = list(range(start, start + len(vectors)))
+    with db.conn:
+        for i in ids:
+            db.conn.execute("insert into docs (id, path) values (?, ?)", [i, f"/random/{i}"])
+            db.conn.execute(
+                "insert into chunks (id, doc_id, seq, content) values (?, ?, 0, ?)",
+                [i, i, f"chunk {i}"],
+            )
+        write_embeddings(db, "chunks", ids, vectors)
+
+
+@pytest.fixture
+def vector_db(tmp_path, user_path):
+    """300 chunks with random unit vectors written through ``write_embeddings``."""
+    db = open_database(tmp_path / "vectors.db")
+    add_chunks(db, 1, unit_vectors(300, seed=7))
+    return db
+
+
+EXACT = RetrievalOptions(bit_index_min_chunks=None)
+
+
+def test_bit_index_returns_the_exact_top_k(vector_db):
+    vectors = unit_vectors(300, seed=7)
+    bits = RetrievalOptions(bit_index_min_chunks=0, bit_candidates=150)
+    for chunk_id in (1, 42, 300):
+        exact = vector_search(vector_db, vectors[chunk_id - 1], 10, EXACT)
+        found = vector_search(vector_db, vectors[chunk_id - 1], 10, bits)
+        assert found == exact
+        assert found[0] == (chunk_id, 0.0)
+    assert len(chunk_bit_index(vector_db, 0)) == 300
+
+
+def test_vector_mode_with_bit_index_matches_exact_scan(db):
+    options = RetrievalOptions(mode="vector", k=6, bit_index_min_chunks=0)
+    forced = hybrid_query(db, QUESTION, options)
+    assert chunk_bit_index(db, 0) is not None
+    assert forced == hybrid_query(db, QUESTION, RetrievalOptions(mode="vector", k=6))
+    assert [(chunk["id"], chunk["semantic"]) for chunk in forced["chunks"]] == [
+        (1, 0.867393), (2, 0.407589), (3, 0.398548), (4, 0.364286), (5, 0.244071), (6, 0.16059)
+    ]
+
+
+def test_bit_index_cache_follows_writes(vector_db):
+    new = unit_vectors(1, seed=8)[0]
+    options = RetrievalOptions(bit_index_min_chunks=0)
+    before = vector_search(vector_db, new, 3, options)
+    assert before == vector_search(vector_db, new, 3, EXACT)
+    assert before[0][0] != 301
+    index = chunk_bit_index(vector_db, 0)
+    assert chunk_bit_index(vector_db, 0) is index  # nothing written: cached
+    add_chunks(vector_db, 301, [new])
+    after = vector_search(vector_db, new, 3, options)
+    assert after == [(301, 0.0)] + before[:2]
+    assert chunk_bit_index(vector_db, 0) is not index
+    assert len(chunk_bit_index(vector_db, 0)) == 301
+
+
+def test_threshold_switches_between_exact_scan_and_bit_index(vector_db):
+    query = unit_vectors(1, seed=9)[0]
+    exact = vector_search(vector_db, query, 10, EXACT)
+    # only 10 candidates by Hamming distance: not the exact top 10 for a random query
+    approximate = chunk_bit_index(vector_db, 300).search(vector_db.conn, query, 10, 10)
+    assert approximate != exact
+    assert [row[0] for row in approximate] != [row[0] for row in exact]
+    below = RetrievalOptions(bit_index_min_chunks=301, bit_candidates=10)
+    assert chunk_bit_index(vector_db, 301) is None
+    assert vector_search(vector_db, query, 10, below) == exact
+    at = RetrievalOptions(bit_index_min_chunks=300, bit_candidates=10)
+    assert vector_search(vector_db, query, 10, at) == approximate
+    # default threshold (100,000 chunks): a 300-chunk database keeps the exact scan
+    assert vector_search(vector_db, query, 10, RetrievalOptions(bit_candidates=10)) == exact
+
+
+def test_no_bit_index_inside_a_transaction_or_in_memory(vector_db, user_path):
+    with vector_db.conn:
+        vector_db.conn.execute("update chunks set content = 'changed' where id = 1")
+        assert chunk_bit_index(vector_db, 0) is None
+    assert chunk_bit_index(vector_db, 0) is not None
+    assert chunk_bit_index(open_database(":memory:"), 0) is None
+
+
+def test_bit_index_sign_bits_and_hamming_distances(tmp_path):
     from llm_graphrag.db import connect
-    from llm_graphrag.retrieval import BitIndex
 
     conn = connect(tmp_path / "bits.db")
-    conn.execute("create table vectors (id integer primary key, embedding blob)")
-    conn.execute("create table bits (id integer primary key, bits blob)")
-    rng = np.random.default_rng(3)
-    vectors = rng.standard_normal((64, 128)).astype("<f4")
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    for i, vector in enumerate(vectors, start=1):
-        conn.execute("insert into vectors values (?, ?)", [i, vector.tobytes()])
-        conn.execute("insert into bits values (?, vec_quantize_binary(?))", [i, vector.tobytes()])
-    index = BitIndex(conn, "bits")
-    assert len(index) == 64
-    assert index.bits.shape == (64, 2)
-    query = vectors[9]
-    # Hamming distance 0 to itself: always among the candidates
-    assert 10 in index.candidates(query, 1)
-    rescore = (
-        "select id, vec_distance_cosine(embedding, ?) from vectors "
-        "where id in (select value from json_each(?))"
-    )
-    exact = np.argsort(-(vectors @ query))[:5] + 1
-    # with every row as a candidate the rescoring is exact search
-    found = index.search(query, 5, 64, rescore)
-    assert [row[0] for row in found] == exact.tolist()
-    assert found[0][1] == pytest.approx(0.0, abs=1e-6)
+    vectors = unit_vectors(40, seed=3)
+    quantized = [
+        conn.execute("select vec_quantize_binary(?)", [v.tobytes()]).fetchone()[0] for v in vectors
+    ]
+    assert BitIndex.sign_bits(vectors).tobytes() == b"".join(quantized)
+    # 72 dimensions: nine bytes, padded with zeros to two words
+    assert BitIndex.sign_bits(np.ones(72)).tolist() == [[2**64 - 1, 255]]
+    index = BitIndex(range(101, 141), BitIndex.sign_bits(vectors))
+    assert index.bits.shape == (4, 40)
+    expected = [
+        sum(bin(a ^ b).count("1") for a, b in zip(quantized[5], row)) for row in quantized
+    ]
+    assert index.distances(vectors[5]).tolist() == expected
+    by_distance = sorted(range(40), key=lambda i: (expected[i], i))
+    assert sorted(index.candidates(vectors[5], 7)) == sorted(101 + i for i in by_distance[:7])
+    assert index.candidates(vectors[5], 40) == list(range(101, 141))
+    assert index.candidates(vectors[5], 0) == []
+
+
+def test_bit_options_are_checked():
+    with pytest.raises(ValueError) as ex:
+        RetrievalOptions(bit_candidates=0)
+    assert str(ex.value) == "bit_candidates must be at least 1"
+    with pytest.raises(ValueError) as ex:
+        RetrievalOptions(bit_index_min_chunks=-1)
+    assert str(ex.value) == "bit_index_min_chunks must be None or at least 0"
