@@ -486,19 +486,48 @@ def context(text, database, entities, limit, output):
 @graphrag.command()
 @database_option
 @click.option("--doc", "docs", multiple=True, type=int, help="Document id (repeatable)")
+@click.option("--force", is_flag=True, help="Extract again even when documents are unchanged")
+@click.option(
+    "--llm-model",
+    help="Also extract with this llm model (stored in the database's extract settings; "
+    "'none' turns it off again)",
+)
 @json_option
 @friendly_errors
-def extract(database, docs, as_json):
+def extract(database, docs, force, llm_model, as_json):
     """Extract mentions, link entities and find relations (ingest runs this too).
 
-    Documents already extracted and unchanged are skipped.
+    Documents already extracted and unchanged are skipped unless --force.
 
     \b
     Example usage:
         llm graphrag extract -d graphrag.db
-        llm graphrag extract -d graphrag.db --doc 3 --doc 4
+        llm graphrag extract -d graphrag.db --doc 3 --doc 4 --force
+        llm graphrag extract -d graphrag.db --llm-model gpt-4o-mini --force
     """
-    result = run_tool(database, "extract_and_link", {"doc_ids": list(docs) or None})
+    from .extract import extract_and_link
+    from .schema import get_setting, set_setting
+
+    db = open_database(database, create=False)
+    if llm_model:
+        settings = dict(get_setting(db, "extract", {}) or {})
+        settings["llm_model"] = None if llm_model.lower() == "none" else llm_model
+        with db.atomic():
+            set_setting(db, "extract", settings)
+    if docs:
+        known = {row[0] for row in db.execute("select id from docs")}
+        missing = sorted(set(docs) - known)
+        if missing:
+            raise click.ClickException(f"No document with id {missing[0]}: see the docs table")
+    show_bar = not as_json and sys.stderr.isatty()
+    if show_bar:
+        total = len(docs) or db["docs"].count
+        with click.progressbar(length=total, label="Extracting", file=sys.stderr) as bar:
+            result = extract_and_link(
+                db, doc_ids=list(docs) or None, force=force, progress=lambda path: bar.update(1)
+            )
+    else:
+        result = extract_and_link(db, doc_ids=list(docs) or None, force=force)
     if as_json:
         echo_json(result)
     else:

@@ -59,7 +59,7 @@ def ensure_schema(db, model_id=None, dimensions=None):
     # llm's own migrations rebuild the embeddings table, which drops triggers:
     # recreate ours whenever they are missing.
     if not db.execute(
-        "select 1 from sqlite_master where type = 'trigger' and name = 'embeddings_vec_insert'"
+        "select 1 from sqlite_master where type = 'trigger' and name = 'embeddings_vec_insert_facts'"
     ).fetchone():
         with db.atomic():
             create_vector_triggers(db)
@@ -218,22 +218,37 @@ def create_vector_triggers(db):
 
     Works for any writer, including ``llm embed-multi`` from the terminal, as long as
     sqlite-vec is loaded in its connection (the sqlite-utils plugin does that).
-    Also removes embeddings when their chunk, entity or relation is deleted.
+    Also removes embeddings when their chunk, entity or relation is deleted. One trigger
+    per collection and event, guarded by ``WHEN``, so a row only touches its own index.
     """
-    cases_insert = []
-    cases_delete = []
+    for name in ("embeddings_vec_insert", "embeddings_vec_update", "embeddings_vec_delete"):
+        db.execute(f"DROP TRIGGER IF EXISTS {name}")  # the single triggers of earlier versions
     for name, (table, pk, source) in VECTOR_INDEXES.items():
         collection = f"(SELECT id FROM collections WHERE name = '{name}')"
-        cases_delete.append(
-            f"DELETE FROM {table} WHERE OLD.collection_id = {collection} "
-            f"AND {pk} = CAST(OLD.id AS INTEGER);"
+        insert = (
+            f"DELETE FROM {table} WHERE {pk} = CAST(NEW.id AS INTEGER);\n"
+            f"  INSERT INTO {table} ({pk}, embedding) VALUES (CAST(NEW.id AS INTEGER), NEW.embedding);"
         )
-        cases_insert.append(
-            f"DELETE FROM {table} WHERE NEW.collection_id = {collection} "
-            f"AND {pk} = CAST(NEW.id AS INTEGER);\n"
+        wanted = f"NEW.collection_id = {collection} AND NEW.id GLOB '[0-9]*' AND NEW.embedding IS NOT NULL"
+        for event in ("insert", "update", "delete"):
+            db.execute(f"DROP TRIGGER IF EXISTS embeddings_vec_{event}_{name}")
+        db.execute(
+            f"CREATE TRIGGER embeddings_vec_insert_{name} AFTER INSERT ON embeddings "
+            f"WHEN {wanted} BEGIN\n  {insert}\nEND"
+        )
+        db.execute(
+            f"CREATE TRIGGER embeddings_vec_delete_{name} AFTER DELETE ON embeddings "
+            f"WHEN OLD.collection_id = {collection} BEGIN\n"
+            f"  DELETE FROM {table} WHERE {pk} = CAST(OLD.id AS INTEGER);\nEND"
+        )
+        db.execute(
+            f"CREATE TRIGGER embeddings_vec_update_{name} AFTER UPDATE OF embedding, id, collection_id "
+            f"ON embeddings WHEN OLD.collection_id = {collection} OR NEW.collection_id = {collection} "
+            f"BEGIN\n  DELETE FROM {table} WHERE OLD.collection_id = {collection} "
+            f"AND {pk} = CAST(OLD.id AS INTEGER);\n"
+            f"  DELETE FROM {table} WHERE {wanted} AND {pk} = CAST(NEW.id AS INTEGER);\n"
             f"  INSERT INTO {table} ({pk}, embedding) SELECT CAST(NEW.id AS INTEGER), NEW.embedding "
-            f"WHERE NEW.collection_id = {collection} AND NEW.id GLOB '[0-9]*' "
-            f"AND NEW.embedding IS NOT NULL;"
+            f"WHERE {wanted};\nEND"
         )
         db.execute(f"DROP TRIGGER IF EXISTS {source}_embedding_cleanup")
         db.execute(
@@ -241,20 +256,6 @@ def create_vector_triggers(db):
               DELETE FROM embeddings WHERE collection_id = {collection} AND id = CAST(OLD.id AS TEXT);
             END"""
         )
-    insert_body = "\n  ".join(cases_insert)
-    delete_body = "\n  ".join(cases_delete)
-    for name in ("embeddings_vec_insert", "embeddings_vec_update", "embeddings_vec_delete"):
-        db.execute(f"DROP TRIGGER IF EXISTS {name}")
-    db.execute(
-        f"CREATE TRIGGER embeddings_vec_insert AFTER INSERT ON embeddings BEGIN\n  {insert_body}\nEND"
-    )
-    db.execute(
-        "CREATE TRIGGER embeddings_vec_update AFTER UPDATE OF embedding, id, collection_id "
-        f"ON embeddings BEGIN\n  {delete_body}\n  {insert_body}\nEND"
-    )
-    db.execute(
-        f"CREATE TRIGGER embeddings_vec_delete AFTER DELETE ON embeddings BEGIN\n  {delete_body}\nEND"
-    )
 
 
 @migrations()

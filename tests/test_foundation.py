@@ -203,3 +203,48 @@ def test_schema_version_counts_applied_migrations(tmp_path):
     db = open_database(tmp_path / "g.db")
     assert schema_version(db) == len(migrations._migrations)
     assert migrations.pending(db) == []
+
+
+def test_vector_triggers_follow_inserts_updates_and_deletes(tmp_path):
+    import numpy as np
+
+    from llm_graphrag.embeddings import write_embeddings
+
+    db = open_database(tmp_path / "g.db")
+    triggers = {
+        row[0]
+        for row in db.execute("select name from sqlite_master where type = 'trigger' and name like 'embeddings_vec_%'")
+    }
+    assert triggers == {
+        f"embeddings_vec_{event}_{name}"
+        for event in ("insert", "update", "delete")
+        for name in ("chunks", "entities", "facts")
+    }
+    with db.atomic():
+        db["docs"].insert({"id": 1, "path": "/a"})
+        db["chunks"].insert({"id": 7, "doc_id": 1, "seq": 0, "content": "x"})
+        db["entities"].insert({"id": 7, "type": "concept", "name": "x", "norm": "x"})
+        first, second = np.eye(256, dtype=np.float32)[:2]
+        write_embeddings(db, "chunks", [7], [first])
+        write_embeddings(db, "entities", [7], [second])
+
+    def stored(table, pk):
+        return [
+            (row[0], np.frombuffer(row[1], dtype="<f4").argmax())
+            for row in db.execute(f"select {pk}, embedding from {table}")
+        ]
+
+    assert stored("chunk_vec", "chunk_id") == [(7, 0)]
+    assert stored("entity_vec", "entity_id") == [(7, 1)]
+    chunks = db.execute("select id from collections where name = 'chunks'").fetchone()[0]
+    with db.atomic():
+        db.execute(
+            "update embeddings set embedding = ? where collection_id = ? and id = '7'",
+            [second.astype("<f4").tobytes(), chunks],
+        )
+    assert stored("chunk_vec", "chunk_id") == [(7, 1)]
+    assert stored("entity_vec", "entity_id") == [(7, 1)]
+    with db.atomic():
+        db.execute("delete from chunks where id = 7")
+    assert stored("chunk_vec", "chunk_id") == []
+    assert stored("entity_vec", "entity_id") == [(7, 1)]

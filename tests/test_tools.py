@@ -152,3 +152,13 @@ def test_topn_ranks_by_salience_and_category(db_path):
     first = data["items"][0]
     assert first["path"].endswith("runbooks/tidepool-compaction.rst")
     assert first["reasons"][-1] == "category match runbooks"
+
+
+def test_extract_command_is_idempotent_and_checks_ids(db_path):
+    result = graphrag("extract", "-d", str(db_path), "--json")
+    assert json.loads(result.output) == {"mentions": 0, "entities_new": 0, "relations": 0}
+    result = graphrag("extract", "-d", str(db_path), "--doc", "999")
+    assert result.exit_code == 1
+    assert "No document with id 999" in result.output
+    forced = json.loads(graphrag("extract", "-d", str(db_path), "--doc", "1", "--force", "--json").output)
+    assert forced["mentions"] > 0 and forced["entities_new"] == 0
