@@ -159,7 +159,10 @@ async def explore_page(request, datasette):
             "graphrag_explore.html",
             {
                 "database": database,
-                "query": request.args.get("entity") or "",
+                # Show the name of a preselected entity, not the id the link carried
+                "query": seed["entity"]["name"]
+                if seed and seed["kind"] == "entity"
+                else request.args.get("entity") or "",
                 "notice": notice,
                 "config_json": _script_json(config),
                 "plugin": links.STATIC_NAME,

@@ -564,3 +564,10 @@ def test_explorer_keyboard_and_clear(server, page):
     assert node_labels(page) == []
     assert page.locator("#graphrag-panel").inner_text() == "Search for an entity, then click nodes to explore."
     assert page.url == f"{server}/lakes/-/graphrag/explore"
+
+
+@pytest.mark.asyncio
+async def test_explorer_search_box_shows_the_preselected_name(ds):
+    response = await ds.client.get("/lakes/-/graphrag/explore?entity=1")
+    assert response.status_code == 200
+    assert 'id="graphrag-search" name="entity" value="Lake Geneva"' in response.text
