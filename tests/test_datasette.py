@@ -184,3 +184,48 @@ async def test_openapi_document(ds):
     from openapi_spec_validator import validate
 
     validate(document)
+
+
+@pytest.mark.asyncio
+async def test_permitted_actor_ingests_under_allowed_root(sample_db, tmp_path):
+    import shutil
+
+    path = tmp_path / "graphrag.db"
+    shutil.copy(sample_db, path)
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    (allowed / "note.md").write_text("# Kestrel\n\nKestrel depends on tidepool for storage.\n")
+    datasette = Datasette(
+        [str(path)],
+        metadata={
+            "plugins": {
+                "datasette-graphrag": {
+                    "ingest_roots": [str(allowed)],
+                    "write_allow": {"id": "editor"},
+                }
+            }
+        },
+    )
+    await datasette.invoke_startup()
+    editor = {"ds_actor": datasette.sign({"a": {"id": "editor"}}, "actor")}
+    other = {"ds_actor": datasette.sign({"a": {"id": "someone"}}, "actor")}
+    response = await datasette.client.post(
+        "/graphrag/-/graphrag/ingest_docs", json={"paths": [str(allowed)]}, cookies=other
+    )
+    assert response.status_code == 403
+    response = await datasette.client.post(
+        "/graphrag/-/graphrag/ingest_docs", json={"paths": [str(allowed)]}, cookies=editor
+    )
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert (data["ingested"], data["skipped"], data["errors"]) == (1, 0, [])
+    assert data["extraction"]["mentions"] > 0
+    rows = await datasette.client.get(
+        "/graphrag.json",
+        params={"sql": "select title from docs where path like '%note.md'", "_shape": "array"},
+    )
+    assert rows.json() == [{"title": "Kestrel"}]
+    response = await datasette.client.post(
+        "/graphrag/-/graphrag/extract_and_link", json={}, cookies=editor
+    )
+    assert response.json() == {"mentions": 0, "entities_new": 0, "relations": 0}
