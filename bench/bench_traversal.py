@@ -11,15 +11,14 @@ Run:  python bench/bench_traversal.py        (about two minutes on 2 cores)
 """
 
 import argparse
-import os
 import pathlib
-import platform
 import random
 import statistics
 import tempfile
 import time
 
 import networkx as nx
+from common import machine
 
 from llm_graphrag import traversal
 from llm_graphrag.db import sqlite3
@@ -58,19 +57,8 @@ WARM = [
 ]
 
 
-def machine():
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"cpu: {cpu}, {os.cpu_count()} cores; python {platform.python_version()}; "
-        f"sqlite {sqlite3.sqlite_version}; networkx {nx.__version__}"
-    )
+def machine_line():
+    return f"{machine()}; networkx {nx.__version__}"
 
 
 def build(path, nodes, edges, diamonds, seed):
@@ -145,7 +133,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    print(machine())
+    print(machine_line())
     with tempfile.TemporaryDirectory() as tmp:
         path = str(pathlib.Path(tmp) / "bench.db")
         seconds, _ = timed(lambda: build(path, args.nodes, args.edges, args.diamonds, args.seed))
