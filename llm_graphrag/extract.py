@@ -12,6 +12,7 @@ import datetime
 import json
 import re
 from collections import Counter
+from functools import lru_cache
 
 from . import plugins
 from .extraction import (
@@ -54,8 +55,9 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False):
     from .embeddings import embedder_for
 
     embedder = embedder_for(db)
-    for doc_id, _, title, _, _ in pending:
-        _record_terms(db, doc_id, title)
+    with db.atomic():  # pass one in a single transaction: one commit, not one per document
+        for doc_id, _, title, _, _ in pending:
+            _record_terms(db, doc_id, title)
     context = ExtractionContext(settings, load_gazetteer(db, settings), embedder)
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
     mention_extractors = plugins.get_mention_extractors()
@@ -122,12 +124,11 @@ def _record_terms(db, doc_id, title):
     for norm, term, typ in sorted(terms):
         if norm and norm not in rows:
             rows[norm] = (doc_id, norm, term, typ)
-    with db.atomic():
-        db.execute("delete from gazetteer_terms where doc_id = ?", [doc_id])
-        db.conn.executemany(
-            "insert into gazetteer_terms (doc_id, norm, term, type) values (?, ?, ?, ?)",
-            list(rows.values()),
-        )
+    db.conn.execute("delete from gazetteer_terms where doc_id = ?", [doc_id])
+    db.conn.executemany(
+        "insert into gazetteer_terms (doc_id, norm, term, type) values (?, ?, ?, ?)",
+        list(rows.values()),
+    )
 
 
 def load_gazetteer(db, settings):
@@ -207,11 +208,15 @@ def _extract_document(db, doc_id, title, content_hash, extracted_before, context
     for entity, vector in zip(reembed, entity_vectors):
         entity.vector = vector
     keys = sorted(relations)
-    embedded = [k for k in keys if k[2] != "related_to" or context.settings.embed_related_facts]
+    # Only a relation that is new gets a fact vector: skip those already stored (one that
+    # turns out new after all is embedded inside the transaction, see ``_write``).
+    stored = _relation_rows(db.conn, keys)
+    embeddable = {k for k in keys if k[2] != "related_to" or context.settings.embed_related_facts}
+    embedded = [k for k in keys if k in embeddable and k not in stored]
     fact_vectors = dict(zip(embedded, embedder.encode([relations[k]["fact"] for k in embedded]))) if embedded else {}
 
     with db.atomic():
-        relation_ids = _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, fact_vectors, old_counts, counts)
+        relation_ids = _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, embeddable, fact_vectors, embedder, old_counts, counts)
     for entity in changed:
         entity.new = entity.changed = entity.reembed = False
     mention_count = sum(len(ms) for _, ms in per_chunk) + (1 if subject is not None and chunks else 0)
@@ -262,7 +267,7 @@ def _add_relation(relations, candidate, chunk):
             "src": src, "dst": dst, "fact": fact_text(src.name, rel, dst.name),
             "chunk_id": chunk.id, "confidence": 0.0, "weight": 0.0, "evidence": {},
         }
-    sentence = " ".join(candidate.sentence.split())[:1000]
+    sentence = _squash(candidate.sentence)
     evidence_key = (chunk.id, sentence)
     previous = entry["evidence"].get(evidence_key)
     if previous is None or previous[0] < confidence:
@@ -272,11 +277,17 @@ def _add_relation(relations, candidate, chunk):
         entry["chunk_id"] = chunk.id
 
 
+@lru_cache(maxsize=4096)
+def _squash(sentence):
+    """Whitespace runs as one space, at most 1000 characters (one sentence has many candidates)."""
+    return " ".join(sentence.split())[:1000]
+
+
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, fact_vectors, old_counts, counts):
+def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, embeddable, fact_vectors, embedder, old_counts, counts):
     from .embeddings import write_embeddings
 
     conn = db.conn
@@ -300,7 +311,8 @@ def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunk
             for e in created
         ],
     )
-    updated = [e for e in changed if e not in set(created)]
+    created_set = set(created)
+    updated = [e for e in changed if e not in created_set]
     conn.executemany(
         "update entities set type = ?, aliases = ?, description = ?, meta = ? where id = ?",
         [(e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined}), e.id) for e in updated],
@@ -333,25 +345,33 @@ def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunk
     )
     if reembed:
         write_embeddings(db, "entities", [e.id for e in reembed], entity_vectors, [entity_text(e) for e in reembed])
+    # Upsert in bulk: existing relations gain weight, new ones are inserted in key order
+    # (so they get the ids one upsert per key would have given them).
+    existing = _relation_rows(conn, keys)
+    weights = {key: round(sum(c for c, _ in relations[key]["evidence"].values()), 4) for key in keys}
+    conn.executemany(
+        "update relations set weight = weight + ?, confidence = max(confidence, ?) where id = ?",
+        [(weights[key], relations[key]["confidence"], existing[key][0]) for key in keys if key in existing],
+    )
+    fresh = [key for key in keys if key not in existing]
+    conn.executemany(
+        "insert into relations (src_id, dst_id, rel, weight, confidence, fact, chunk_id) values (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (key[0], key[1], key[2], weights[key], relations[key]["confidence"], relations[key]["fact"], relations[key]["chunk_id"])
+            for key in fresh
+        ],
+    )
+    existing.update(_relation_rows(conn, fresh))
     relation_ids = []
     new_facts = []
     evidence_rows = []
     for key in keys:
         entry = relations[key]
-        vector = fact_vectors.get(key)
-        evidence = entry["evidence"]
-        weight = round(sum(c for c, _ in evidence.values()), 4)
-        relation_id, evidence_count = conn.execute(
-            "insert into relations (src_id, dst_id, rel, weight, confidence, fact, chunk_id) "
-            "values (?, ?, ?, ?, ?, ?, ?) on conflict (src_id, dst_id, rel) do update set "
-            "weight = weight + excluded.weight, confidence = max(confidence, excluded.confidence) "
-            "returning id, evidence_count",
-            [key[0], key[1], key[2], weight, entry["confidence"], entry["fact"], entry["chunk_id"]],
-        ).fetchone()
+        relation_id, evidence_count = existing[key]
         relation_ids.append(relation_id)
-        if evidence_count == 0 and vector is not None:
-            new_facts.append((relation_id, vector, entry["fact"]))
-        for (chunk_id, sentence), (confidence, extractor) in sorted(evidence.items()):
+        if evidence_count == 0 and key in embeddable:
+            new_facts.append((relation_id, key, entry["fact"]))
+        for (chunk_id, sentence), (confidence, extractor) in sorted(entry["evidence"].items()):
             evidence_rows.append((relation_id, chunk_id, doc_id, sentence, confidence, extractor))
     conn.executemany(
         "insert into relation_evidence (relation_id, chunk_id, doc_id, sentence, confidence, extractor) "
@@ -359,10 +379,32 @@ def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunk
         evidence_rows,
     )
     if new_facts:
-        write_embeddings(db, "facts", [r[0] for r in new_facts], [r[1] for r in new_facts], [r[2] for r in new_facts])
-    _recompute(conn, [r for r in old_relations if r not in set(relation_ids)])
+        # Relations that were stored before but lost all their evidence in this transaction
+        # (the document is extracted again) have no vector yet: embed them in one batch.
+        missing = [key for _, key, _ in new_facts if key not in fact_vectors]
+        if missing:
+            fact_vectors = {**fact_vectors, **dict(zip(missing, embedder.encode([relations[k]["fact"] for k in missing])))}
+        vectors = [fact_vectors[key] for _, key, _ in new_facts]
+        write_embeddings(db, "facts", [r[0] for r in new_facts], vectors, [r[2] for r in new_facts])
+    kept = set(relation_ids)
+    _recompute(conn, [r for r in old_relations if r not in kept])
     conn.execute("update docs set extracted_hash = ? where id = ?", [content_hash, doc_id])
     return relation_ids
+
+
+def _relation_rows(conn, keys, size=300):
+    """``{(src_id, dst_id, rel): (id, evidence_count)}`` of the stored relations among ``keys``."""
+    found = {}
+    for start in range(0, len(keys), size):
+        batch = keys[start : start + size]
+        marks = ", ".join("(?, ?, ?)" for _ in batch)
+        params = [value for key in batch for value in key]
+        for src_id, dst_id, rel, relation_id, evidence_count in conn.execute(
+            f"select src_id, dst_id, rel, id, evidence_count from relations where (src_id, dst_id, rel) in (values {marks})",
+            params,
+        ):
+            found[(src_id, dst_id, rel)] = (relation_id, evidence_count)
+    return found
 
 
 def _recompute(conn, relation_ids):

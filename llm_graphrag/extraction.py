@@ -929,8 +929,9 @@ def concept_mentions(chunk, context):
             if k < n:
                 start, end, word = tokens[k]
                 if k and masked[tokens[k - 1][1] : start].strip():
-                    _emit(run, mentions, text)
-                    run = []
+                    if run:
+                        _emit(run, mentions, text)
+                        run = []
                     prev_class = "punct"
                 low = word.lower()
                 if "'" in low or "’" in low:
@@ -943,7 +944,7 @@ def concept_mentions(chunk, context):
                 cls = "end"
             if cls in ("noun", "adj", "mod"):
                 run.append((start, end, low if cls != "mod" else word, cls))
-            else:
+            elif run:
                 _emit(run, mentions, text)
                 run = []
             if k < n:
