@@ -211,6 +211,13 @@ async def test_pages_obey_instance_permissions(lakes_db, path):
 
 
 @pytest.mark.asyncio
+async def test_explorer_search_box_shows_the_preselected_name(ds):
+    response = await ds.client.get("/lakes/-/graphrag/explore?entity=1")
+    assert response.status_code == 200
+    assert 'id="graphrag-search" name="entity" value="Lake Geneva"' in response.text
+
+
+@pytest.mark.asyncio
 async def test_explorer_is_404_for_a_database_without_graphrag(ds, tmp_path):
     sqlite_utils.Database(tmp_path / "plain.db")["t"].insert({"id": 1})
     ds.add_database(Database(ds, path=str(tmp_path / "plain.db")), name="plain")
@@ -564,10 +571,3 @@ def test_explorer_keyboard_and_clear(server, page):
     assert node_labels(page) == []
     assert page.locator("#graphrag-panel").inner_text() == "Search for an entity, then click nodes to explore."
     assert page.url == f"{server}/lakes/-/graphrag/explore"
-
-
-@pytest.mark.asyncio
-async def test_explorer_search_box_shows_the_preselected_name(ds):
-    response = await ds.client.get("/lakes/-/graphrag/explore?entity=1")
-    assert response.status_code == 200
-    assert 'id="graphrag-search" name="entity" value="Lake Geneva"' in response.text
