@@ -232,6 +232,9 @@ class _Pinned:
         self.norm = entity.norm
 
 
+_EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
+
+
 def _describe(entity, mention, chunk, context):
     """Keep the first defining sentence as the description, else the first sentence."""
     if entity.defined or mention.start is None or mention.features.get("coref") and entity.description:
@@ -243,7 +246,7 @@ def _describe(entity, mention, chunk, context):
     s_start, s_end = analysis.sentences[mention.sentence]
     defining = mention.start - s_start <= 12 and bool(_DEFINITION.match(analysis.masked, mention.end, s_end))
     if defining or entity.description is None or entity.description == entity.name:
-        sentence = " ".join(chunk.text[s_start:s_end].split())[:400]
+        sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
         if entity.description != sentence:
             entity.description = sentence
             entity.changed = True

@@ -453,3 +453,18 @@ def test_spacy_named_entities_when_the_extra_is_installed():
         ("Microsoft", "ORG", 61, 70),
         ("Windows", "PRODUCT", 77, 84),
     ]
+
+
+def test_descriptions_drop_markdown_bold_markers(tmp_path):
+    from llm_graphrag.db import open_database
+    from llm_graphrag.ingest import ingest_docs
+
+    (tmp_path / "glossary.md").write_text(
+        "# Glossary\n\n**tidepool**: The lab's time-series store.\n"
+    )
+    db = open_database(tmp_path / "g.db")
+    ingest_docs(db, [str(tmp_path / "glossary.md")])
+    descriptions = {
+        row[0] for row in db.execute("select description from entities where norm = 'tidepool'")
+    }
+    assert descriptions == {"tidepool: The lab's time-series store."}
