@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import pathlib
-import platform
 import resource
 import statistics
 import sys
@@ -27,30 +26,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
+from common import machine  # noqa: E402
 
-from llm_graphrag.db import open_database, sqlite3  # noqa: E402
+from llm_graphrag.db import open_database  # noqa: E402
 from llm_graphrag.extract import extract_and_link  # noqa: E402
 from llm_graphrag.extraction import normalize  # noqa: E402
 
 CORPUS = pathlib.Path("/usr/share/doc/python3.11/html/_sources")
 GOLDEN = ROOT / "tests" / "golden"
-
-
-def machine():
-    cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-    }
 
 
 def chunk_text(text, size=300):
