@@ -603,3 +603,58 @@ def eval_(file, modes, ks, store, keep, as_json):
         echo_json(report)
     else:
         click.echo(format_table(report))
+
+
+SETTINGS = {
+    "extract": "extraction options: gazetteer_topk, gazetteer_min_freq, ner (auto/off), "
+    "llm_model, link_threshold, cooccurrence_window, embed_related_facts",
+    "retrieval": 'retrieval options: {"weights": {"semantic": 1.0, "graph": 1.0}}',
+    "retrieval_log": "path of the retrieval log, or null to turn it off",
+}
+FIXED_SETTINGS = ("embedding_model", "dimensions", "last_ingest")
+
+
+@graphrag.command()
+@click.argument("key", required=False)
+@click.argument("value", required=False)
+@database_option
+@friendly_errors
+def settings(key, value, database):
+    """Show or change a database's settings (stored in graphrag_settings as JSON).
+
+    \b
+    Example usage:
+        llm graphrag settings -d graphrag.db
+        llm graphrag settings retrieval '{"weights": {"semantic": 1, "graph": 0.5}}'
+        llm graphrag settings extract '{"ner": "off", "link_threshold": 0.8}'
+        llm graphrag settings retrieval_log null
+    """
+    from .schema import get_setting, set_setting
+
+    db = open_database(database, create=False)
+    if key is None:
+        rows = db.execute("select key, value from graphrag_settings order by key").fetchall()
+        echo_json({k: json.loads(v) for k, v in rows})
+        return
+    if key in FIXED_SETTINGS:
+        raise click.ClickException(
+            f"{key} is fixed when the database is created: make a new database to change it"
+        )
+    if key not in SETTINGS:
+        raise click.ClickException(
+            f"Unknown setting {key!r}: one of {', '.join(SETTINGS)}"
+        )
+    if value is None:
+        echo_json(get_setting(db, key))
+        return
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        raise click.ClickException(f"{key}: the value must be JSON, e.g. {SETTINGS[key]}")
+    if key in ("extract", "retrieval") and not isinstance(parsed, dict):
+        raise click.ClickException(f"{key} must be a JSON object: {SETTINGS[key]}")
+    if key == "retrieval_log" and not (parsed is None or isinstance(parsed, str)):
+        raise click.ClickException("retrieval_log must be a path string or null")
+    with db.atomic():
+        set_setting(db, key, parsed)
+    echo_json(parsed)

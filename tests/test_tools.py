@@ -162,3 +162,25 @@ def test_extract_command_is_idempotent_and_checks_ids(db_path):
     assert "No document with id 999" in result.output
     forced = json.loads(graphrag("extract", "-d", str(db_path), "--doc", "1", "--force", "--json").output)
     assert forced["mentions"] > 0 and forced["entities_new"] == 0
+
+
+def test_settings_command(db_path):
+    result = graphrag("settings", "-d", str(db_path))
+    shown = json.loads(result.output)
+    assert (shown["embedding_model"], shown["dimensions"]) == ("graphrag", 256)
+    result = graphrag("settings", "retrieval", '{"weights": {"semantic": 1, "graph": 0}}', "-d", str(db_path))
+    assert json.loads(result.output) == {"weights": {"semantic": 1, "graph": 0}}
+    # With the graph weighted 0, graph mode ranks like hybrid
+    graph = json.loads(graphrag("query", "tidepool compaction", "-k", "5", "-d", str(db_path), "--json").output)
+    hybrid = json.loads(graphrag("query", "tidepool compaction", "-k", "5", "--mode", "hybrid", "-d", str(db_path), "--json").output)
+    assert [c["id"] for c in graph["chunks"]] == [c["id"] for c in hybrid["chunks"]]
+    for args, message in (
+        (["dimensions", "384"], "fixed when the database is created"),
+        (["nope", "1"], "Unknown setting 'nope'"),
+        (["extract", "{broken"], "the value must be JSON"),
+        (["retrieval", "[1]"], "must be a JSON object"),
+    ):
+        result = graphrag("settings", *args, "-d", str(db_path))
+        assert result.exit_code == 1 and message in result.output
+    result = graphrag("settings", "retrieval_log", "null", "-d", str(db_path))
+    assert result.output.strip() == "null"
