@@ -9,12 +9,12 @@ import json
 import math
 import re
 
-_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+def lookup_norms(text):
+    """The blocking keys a name can have in ``entities.norm``: the linker's ``normalize``
+    for concepts (plurals singular) and for code-like types (kept as written)."""
+    from .extraction import normalize
 
-
-def norm(text):
-    """Seed 004's blocking key: lower case, letters and digits only."""
-    return _NON_ALNUM.sub("", text.lower())
+    return list(dict.fromkeys(key for key in (normalize(text), normalize(text, "code")) if key))
 
 
 def traverse(db, root, max_depth, *, direction="both", rels=None, target=None):
@@ -68,13 +68,14 @@ def fts_query(text, prefix=False):
 
 def entity_lookup(db, q, type=None, limit=10):
     """Entities whose name or alias matches ``q``, best first, scored in [0, 1]."""
-    key = norm(q)
+    keys = lookup_norms(q)
     candidates = {}
     where_type = " and type = :type" if type else ""
-    for row in _rows(
-        db, f"select * from entities where norm = :norm{where_type}", {"norm": key, "type": type}
-    ):
-        candidates[row["id"]] = row
+    for key in keys:
+        for row in _rows(
+            db, f"select * from entities where norm = :norm{where_type}", {"norm": key, "type": type}
+        ):
+            candidates[row["id"]] = row
     fts = fts_query(q, prefix=True)
     if fts:
         for row in _rows(
@@ -88,14 +89,20 @@ def entity_lookup(db, q, type=None, limit=10):
     scored = []
     for row in candidates.values():
         names = [row["name"]] + json.loads(row["aliases"] or "[]")
-        similarity = max(
-            1.0 if norm(name) == key else difflib.SequenceMatcher(None, key, norm(name)).ratio()
-            for name in names
-        )
+        similarity = max(_similarity(keys, lookup_norms(name)) for name in names)
         popularity = math.log1p(row["popularity"]) / math.log1p(max_popularity)
         scored.append((0.9 * similarity + 0.1 * popularity, row))
     scored.sort(key=lambda pair: (-pair[0], -pair[1]["popularity"], pair[1]["id"]))
     return {"entities": [_entity(row, score) for score, row in scored[:limit]]}
+
+
+def _similarity(keys, other_keys):
+    """1.0 when two names share a blocking key, else the best string ratio between keys."""
+    if set(keys) & set(other_keys):
+        return 1.0
+    return max(
+        [difflib.SequenceMatcher(None, a, b).ratio() for a in keys for b in other_keys] + [0.0]
+    )
 
 
 def _resolve(db, name):
@@ -333,7 +340,13 @@ def topn(db, entity_names=None, category=None, language=None, limit=5):
     names = {}  # entity id -> the requested name it stands for
     for name in entity_names or []:
         # Every entity spelled like the name counts, whatever type extraction gave it
-        same = [row[0] for row in db.execute("select id from entities where norm = ?", [norm(name)])]
+        keys = lookup_norms(name)
+        same = [
+            row[0]
+            for row in db.execute(
+                f"select id from entities where norm in ({','.join('?' for _ in keys)})", keys
+            )
+        ] if keys else []
         if not same:
             same = [e["id"] for e in entity_lookup(db, name, limit=1)["entities"]]
         names.update({entity_id: name for entity_id in same})
@@ -379,7 +392,8 @@ def topn(db, entity_names=None, category=None, language=None, limit=5):
             share = shares.get(doc["id"], {}).get(name)
             if share is None:
                 continue
-            if norm(name) and norm(name) in norm(doc["title"] or ""):
+            title_keys = lookup_norms(doc["title"] or "")
+            if any(key in title_key for key in lookup_norms(name) for title_key in title_keys):
                 salience = 1.0
             else:
                 salience = min(1.0, 0.3 + share * 3)

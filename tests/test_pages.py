@@ -19,7 +19,7 @@ import datasette_graphrag
 from datasette_graphrag.links import render_link
 from datasette_graphrag.pages import entity_page, explore_page
 from llm_graphrag.db import open_database
-from llm_graphrag.graph import norm
+from llm_graphrag.extraction import normalize
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -66,7 +66,7 @@ def build_graph_database(path):
         {
             "id": id,
             "name": name,
-            "norm": norm(name),
+            "norm": normalize(name),
             "type": type,
             "aliases": json.dumps(aliases, ensure_ascii=False),
             "description": description,

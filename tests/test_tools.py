@@ -184,3 +184,11 @@ def test_settings_command(db_path):
         assert result.exit_code == 1 and message in result.output
     result = graphrag("settings", "retrieval_log", "null", "-d", str(db_path))
     assert result.output.strip() == "null"
+
+
+def test_lookup_uses_the_linkers_blocking_key(db_path):
+    # Entities are keyed by extraction.normalize, which makes plurals singular
+    plural = json.loads(graphrag("lookup", "reservoirs", "-d", str(db_path), "--json").output)
+    singular = json.loads(graphrag("lookup", "reservoir", "-d", str(db_path), "--json").output)
+    assert plural["entities"][0]["id"] == singular["entities"][0]["id"]
+    assert plural["entities"][0]["score"] == singular["entities"][0]["score"]
