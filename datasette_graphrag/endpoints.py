@@ -4,10 +4,10 @@ import json
 import os
 import re
 
-import sqlite_utils
 from datasette.utils import actor_matches_allow
 from datasette.utils.asgi import Response
 
+from llm_graphrag.db import wrap_connection
 from llm_graphrag.tools import TOOLS, ToolInputError, ToolNotFound, call_tool
 
 PLUGIN = "datasette-graphrag"
@@ -119,7 +119,7 @@ async def run_tool(datasette, actor, database, name, arguments):
     try:
         tool.arguments(arguments)  # validate before touching the database
         if tool.read_only:
-            return await db.execute_fn(lambda conn: call_tool(_database(conn), name, arguments))
+            return await db.execute_fn(lambda conn: call_tool(wrap_connection(conn), name, arguments))
         if not await datasette.permission_allowed(actor, WRITE_PERMISSION, db.name, default=False):
             raise ToolRequestError(f"{name} needs the {WRITE_PERMISSION} permission", 403)
         if name == "ingest_docs":
@@ -127,7 +127,7 @@ async def run_tool(datasette, actor, database, name, arguments):
             if problem:
                 raise ToolRequestError(problem, 403, "paths")
         return await db.execute_write_fn(
-            lambda conn: call_tool(_database(conn), name, arguments), block=True
+            lambda conn: call_tool(wrap_connection(conn), name, arguments), block=True
         )
     except ToolInputError as ex:
         raise ToolRequestError(str(ex), 400, ex.field)
@@ -161,10 +161,6 @@ async def tool_view(request, datasette):
     except ToolRequestError as ex:
         return error(str(ex), ex.status, ex.field)
     return Response.json(result)
-
-
-def _database(conn):
-    return sqlite_utils.Database(conn, execute_plugins=False, recursive_triggers=True)
 
 
 def permission_allowed(datasette, actor, action):

@@ -7,41 +7,33 @@
 ``graphrag_subgraph(name [, hops])`` subgraph JSON around a named entity
 ``graphrag_path(src, dst [, max_len])`` shortest path JSON between two entity names
 ``graphrag_mermaid(json)``          mermaid text for a subgraph, path or hybrid result
-``graphrag_fts_query(text)``        an FTS5 query OR-ing the words of free text
+``graphrag_fts_query(text)``        the FTS5 query keyword search uses for free text
 """
 
 import json
 
-import sqlite_utils
-
+from llm_graphrag.db import wrap_connection
 from llm_graphrag.embeddings import get_embedder, to_blob
 from llm_graphrag.evidence import mermaid
-from llm_graphrag.graph import fts_query
-from llm_graphrag.tools import call_tool
-
-
-def _model_for(conn):
-    try:
-        row = conn.execute(
-            "select value from graphrag_settings where key = 'embedding_model'"
-        ).fetchone()
-    except Exception:
-        row = None
-    return json.loads(row[0]) if row else None
+from llm_graphrag.retrieval import connection_embedder, fts_query
+from llm_graphrag.tools import ToolInputError, ToolNotFound, call_tool
 
 
 def register(conn):
-    def database():
-        return sqlite_utils.Database(conn, execute_plugins=False, recursive_triggers=False)
-
     def tool(name, **arguments):
+        # SQLite reports any exception from a function as the same generic message, so
+        # bad arguments come back as JSON naming the problem instead.
         arguments = {k: v for k, v in arguments.items() if v is not None}
-        return json.dumps(call_tool(database(), name, arguments))
+        try:
+            return json.dumps(call_tool(wrap_connection(conn), name, arguments))
+        except (ToolInputError, ToolNotFound) as ex:
+            return json.dumps({"error": str(ex)})
 
     def graphrag_embed(text, model=None):
         if text is None:
             return None
-        return to_blob(get_embedder(model or _model_for(conn)).encode([text])[0])
+        embedder = get_embedder(model) if model else connection_embedder(conn)
+        return to_blob(embedder.encode([text])[0])
 
     def graphrag_hybrid(q, k=None, hops=None):
         return tool("hybrid_query", q=q, k=k, hops=hops)

@@ -95,6 +95,12 @@ def configure(conn):
     return conn
 
 
+def wrap_connection(conn):
+    """A ``sqlite_utils.Database`` over a connection someone else opened and configured
+    (Datasette's, or one a SQL function runs on); plugins are not run again."""
+    return sqlite_utils.Database(conn, execute_plugins=False)
+
+
 def open_database(path, create=True):
     """Return a ``sqlite_utils.Database`` for ``path`` with the graphrag schema applied.
 

@@ -7,7 +7,9 @@ import datetime
 import difflib
 import json
 import math
-import re
+
+from .retrieval import fts_match, query_words
+
 
 def lookup_norms(text):
     """The blocking keys a name can have in ``entities.norm``: the linker's ``normalize``
@@ -59,13 +61,6 @@ def _rows(db, sql, params=()):
     return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
-def fts_query(text, prefix=False):
-    """An FTS5 query matching any word of free ``text`` (words quoted, so never a syntax error)."""
-    words = re.findall(r"\w+", (text or "").lower())
-    star = "*" if prefix else ""
-    return " OR ".join(f'"{word}"{star}' for word in dict.fromkeys(words))
-
-
 def entity_lookup(db, q, type=None, limit=10):
     """Entities whose name or alias matches ``q``, best first, scored in [0, 1]."""
     keys = lookup_norms(q)
@@ -76,7 +71,7 @@ def entity_lookup(db, q, type=None, limit=10):
             db, f"select * from entities where norm = :norm{where_type}", {"norm": key, "type": type}
         ):
             candidates[row["id"]] = row
-    fts = fts_query(q, prefix=True)
+    fts = fts_match(query_words(q), prefix=True)
     if fts:
         for row in _rows(
             db,

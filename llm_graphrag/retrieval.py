@@ -131,7 +131,7 @@ def _setting(conn, key, default=None):
 _EMBEDDERS = {}
 
 
-def _embedder(conn):
+def connection_embedder(conn):
     """The database's embedder, loaded once per model."""
     from .embeddings import get_embedder
 
@@ -150,9 +150,18 @@ def query_words(text):
     return list(dict.fromkeys(content or words))
 
 
-def fts_match(words):
-    """An FTS5 expression matching any of ``words`` (quoted: never a syntax error)."""
-    return " OR ".join('"{}"'.format(w.replace('"', "")) for w in words)
+def fts_match(words, prefix=False):
+    """An FTS5 expression matching any of ``words`` (quoted: never a syntax error).
+
+    ``prefix`` also matches words that start with each one.
+    """
+    star = "*" if prefix else ""
+    return " OR ".join('"{}"{}'.format(w.replace('"', ""), star) for w in words)
+
+
+def fts_query(text):
+    """The FTS5 expression keyword search uses for free ``text`` (stopwords dropped)."""
+    return fts_match(query_words(text))
 
 
 def _lemma(word):
@@ -195,7 +204,7 @@ class _Query:
     @property
     def query_vector(self):
         if self._query_vector is None:
-            vector = _embedder(self.conn).encode([self.q])[0]
+            vector = connection_embedder(self.conn).encode([self.q])[0]
             self._query_vector = np.asarray(vector, dtype=np.float32)
         return self._query_vector
 

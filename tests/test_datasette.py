@@ -1,5 +1,7 @@
 """The Datasette face: SQL functions, metadata, JSON endpoints, OpenAPI and MCP."""
 
+import json
+
 import jsonschema
 import pytest
 import pytest_asyncio
@@ -229,3 +231,19 @@ async def test_permitted_actor_ingests_under_allowed_root(sample_db, tmp_path):
         "/graphrag/-/graphrag/extract_and_link", json={}, cookies=editor
     )
     assert response.json() == {"mentions": 0, "entities_new": 0, "relations": 0}
+
+
+@pytest.mark.asyncio
+async def test_sql_functions_answer_bad_arguments_with_json_errors(ds):
+    rows = await sql(
+        ds,
+        "select graphrag_hybrid('dams', 0) as k0, graphrag_explain(987654) as missing, "
+        "graphrag_fts_query('How do the dams work?') as fts",
+    )
+    assert json.loads(rows[0]["k0"]) == {
+        "error": "hybrid_query: k: 0 is less than the minimum of 1"
+    }
+    assert json.loads(rows[0]["missing"]) == {
+        "error": "No entity with id 987654: use entity_lookup to find ids"
+    }
+    assert rows[0]["fts"] == '"dams" OR "work"'
