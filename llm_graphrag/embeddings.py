@@ -39,6 +39,13 @@ def load_static_model(path):
     return StaticModel.from_pretrained(str(folder), quantize_to="float32")
 
 
+def unit_rows(vectors):
+    """``vectors`` with every non-zero row scaled to length 1."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
 class Model2VecEmbeddingModel(llm.EmbeddingModel):
     """An llm embedding model backed by a local model2vec folder."""
 
@@ -64,9 +71,7 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         vectors = np.asarray(self.static_model.encode(texts), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return vectors / norms
+        return unit_rows(vectors)
 
     def embed_batch(self, items):
         for row in self.encode(items):
@@ -125,9 +130,7 @@ class Embedder:
         vectors = np.asarray(list(self.model.embed_multi(texts)), dtype=np.float32)
         if not len(vectors):
             return np.zeros((0, 0), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return vectors / norms
+        return unit_rows(vectors)
 
 
 def get_embedder(model_id=None):

@@ -10,7 +10,7 @@ import numpy as np
 
 from .chunking import chunk_document
 from .dedup import NearDuplicateFilter
-from .embeddings import embedder_for, write_embeddings
+from .embeddings import embedder_for, unit_rows, write_embeddings
 from .loaders import LoadError, expand_paths, load_document
 from .schema import set_setting
 
@@ -125,10 +125,9 @@ def chunk_vectors(embedder, chunks):
     if not preludes or preludes == [""]:
         return texts
     prelude_vectors = dict(zip(preludes, embedder.encode(preludes)))
-    vectors = texts + PRELUDE_WEIGHT * np.stack([prelude_vectors[c.prelude] for c in chunks])
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return vectors / norms
+    return unit_rows(
+        texts + PRELUDE_WEIGHT * np.stack([prelude_vectors[c.prelude] for c in chunks])
+    )
 
 
 def _root_for(path, paths):

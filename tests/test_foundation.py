@@ -248,3 +248,22 @@ def test_vector_triggers_follow_inserts_updates_and_deletes(tmp_path):
         db.execute("delete from chunks where id = 7")
     assert stored("chunk_vec", "chunk_id") == []
     assert stored("entity_vec", "entity_id") == [(7, 1)]
+
+
+def test_chunk_vectors_weight_the_prelude():
+    import numpy as np
+
+    from llm_graphrag.chunking import Chunk
+    from llm_graphrag.ingest import PRELUDE_WEIGHT, chunk_vectors
+
+    embedder = get_embedder("graphrag")
+    chunks = [
+        Chunk(0, LAKE, "science/lakes.md • Lakes", "Lakes", (), 12),
+        Chunk(1, OTHER, "", "", (), 10),
+    ]
+    vectors = chunk_vectors(embedder, chunks)
+    text, prelude = embedder.encode([LAKE, "science/lakes.md • Lakes"])
+    expected = text + PRELUDE_WEIGHT * prelude
+    np.testing.assert_allclose(vectors[0], expected / np.linalg.norm(expected), rtol=1e-6)
+    np.testing.assert_allclose(vectors[1], embedder.encode([OTHER])[0], rtol=1e-6)
+    assert PRELUDE_WEIGHT == 0.3
