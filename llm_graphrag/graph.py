@@ -103,7 +103,7 @@ def _similarity(keys, other_keys):
 def _resolve(db, name):
     found = entity_lookup(db, name, limit=1)["entities"]
     if not found:
-        raise ValueError(f"No entity matches {name!r}: try entity_lookup to find its name")
+        raise LookupError(f"No entity matches {name!r}: try entity_lookup to find its name")
     return found[0]
 
 

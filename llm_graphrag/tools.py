@@ -103,10 +103,7 @@ def _graph(name):
     def call(db, **arguments):
         from . import graph
 
-        try:
-            return getattr(graph, name)(db, **arguments)
-        except ValueError as ex:
-            raise LookupError(str(ex)) from ex
+        return getattr(graph, name)(db, **arguments)
 
     return call
 

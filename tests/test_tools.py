@@ -192,3 +192,9 @@ def test_lookup_uses_the_linkers_blocking_key(db_path):
     singular = json.loads(graphrag("lookup", "reservoir", "-d", str(db_path), "--json").output)
     assert plural["entities"][0]["id"] == singular["entities"][0]["id"]
     assert plural["entities"][0]["score"] == singular["entities"][0]["score"]
+
+
+def test_unknown_entity_names_are_not_found_errors(db_path):
+    result = graphrag("path", "zzqx-nothing", "tidepool", "-d", str(db_path))
+    assert result.exit_code == 1
+    assert "No entity matches 'zzqx-nothing'" in result.output
