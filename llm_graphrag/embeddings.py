@@ -5,7 +5,6 @@ a 256-dimensional static model that ships inside this package. Other local model
 folders can be registered with ``llm graphrag models add PATH``.
 """
 
-import hashlib
 import json
 import pathlib
 import time
@@ -154,11 +153,6 @@ def embedder_for(db):
     return get_embedder(get_setting(db, "embedding_model"))
 
 
-def content_hash(text):
-    """The same hash llm's ``Collection`` stores, so llm sees unchanged content."""
-    return hashlib.md5(text.encode("utf8")).digest()
-
-
 def collection_id(db, name):
     row = db.execute("select id from collections where name = ?", [name]).fetchone()
     return row[0]
@@ -177,7 +171,7 @@ def write_embeddings(db, collection, ids, vectors, texts=None):
             cid,
             str(ident),
             vectors[i].tobytes(),
-            content_hash(texts[i]) if texts is not None else None,
+            llm.Collection.content_hash(texts[i]) if texts is not None else None,
             now,
         )
         for i, ident in enumerate(ids)
