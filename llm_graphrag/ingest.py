@@ -72,34 +72,58 @@ def ingest_docs(
         row[0]: (row[1], row[2])
         for row in db.execute("select path, id, hash from docs").fetchall()
     }
-    for path in files:
-        if progress:
-            progress(path)
+    pending = []  # loaded documents waiting for one embedding call
+
+    def flush():
+        # Embed several files' chunks in one call (outside any transaction), then write
+        # each file in its own short transaction.
+        vectors = chunk_vectors(embedder, [c for _, chunks in pending for c in chunks])
+        start = 0
+        for document, chunks in pending:
+            doc_id = _write_document(
+                db, document, chunks, vectors[start : start + len(chunks)], tags or []
+            )
+            start += len(chunks)
+            result.ingested += 1
+            result.chunks += len(chunks)
+            result.doc_ids.append(doc_id)
+        pending.clear()
+
+    def prepare(path):
+        """Read, load, de-duplicate and chunk one file: ``(path, outcome, value)``."""
         key = str(path)
         try:
             data = path.read_bytes()
         except OSError as ex:
-            result.errors.append({"path": key, "error": f"cannot read file: {ex.strerror}"})
-            continue
+            return path, "error", f"cannot read file: {ex.strerror}"
         digest = hashlib.sha256(data).hexdigest()
         if skip_if_seen and key in known and known[key][1] == digest:
-            result.skipped += 1
-            continue
+            return path, "skipped", None
         try:
             document = load_document(path, root=_root_for(path, paths), data=data)
         except LoadError as ex:
-            result.errors.append({"path": key, "error": str(ex)})
-            continue
+            return path, "error", str(ex)
         document.blocks, dropped = duplicates.filter_blocks(
             document.blocks, kinds=("paragraph", "list", "quote")
         )
+        return path, "loaded", (document, chunk_document(document), dropped)
+
+    for path in files:
+        path, outcome, value = prepare(path)
+        if progress:
+            progress(path)
+        if outcome == "error":
+            result.errors.append({"path": str(path), "error": value})
+            continue
+        if outcome == "skipped":
+            result.skipped += 1
+            continue
+        document, chunks, dropped = value
         result.duplicates_skipped += dropped
-        chunks = chunk_document(document)
-        vectors = chunk_vectors(embedder, chunks)
-        doc_id = _write_document(db, document, chunks, vectors, tags or [])
-        result.ingested += 1
-        result.chunks += len(chunks)
-        result.doc_ids.append(doc_id)
+        pending.append((document, chunks))
+        if sum(len(c) for _, c in pending) >= EMBED_BATCH:
+            flush()
+    flush()
     if prune:
         result.pruned = prune_missing(db, paths, {str(f) for f in files})
     if extract and result.doc_ids:
@@ -111,6 +135,7 @@ def ingest_docs(
 
 
 PRELUDE_WEIGHT = 0.3
+EMBED_BATCH = 256  # chunks embedded per call; encoding has a fixed cost per call
 
 
 def chunk_vectors(embedder, chunks):
@@ -120,11 +145,13 @@ def chunk_vectors(embedder, chunks):
     (QASC R@10 any for vector search falls from 0.90 to 0.77); a lighter prelude keeps
     the context without the noise.
     """
-    texts = embedder.encode([chunk.text for chunk in chunks])
-    preludes = sorted({chunk.prelude for chunk in chunks})
-    if not preludes or preludes == [""]:
+    preludes = sorted({chunk.prelude for chunk in chunks} - {""})
+    encoded = embedder.encode([chunk.text for chunk in chunks] + preludes)  # one call
+    texts = encoded[: len(chunks)]
+    if not preludes:
         return texts
-    prelude_vectors = dict(zip(preludes, embedder.encode(preludes)))
+    prelude_vectors = dict(zip(preludes, encoded[len(chunks) :]))
+    prelude_vectors[""] = np.zeros(texts.shape[1], dtype=texts.dtype)
     return unit_rows(
         texts + PRELUDE_WEIGHT * np.stack([prelude_vectors[c.prelude] for c in chunks])
     )
