@@ -330,6 +330,9 @@ def path(db, source_entity, target_entity, max_length=4):
     }
 
 
+RECENCY_HALF_LIFE_DAYS = 180
+
+
 def topn(db, entity_names=None, category=None, language=None, limit=5):
     """Seed 001's top-N documents: entity salience and relation weight, recency, category."""
     names = {}  # entity id -> the requested name it stands for
@@ -350,7 +353,6 @@ def topn(db, entity_names=None, category=None, language=None, limit=5):
     if not docs:
         return {"items": [], "query": query}
     newest = max(d["mtime_ms"] or 0 for d in docs)
-    oldest = min(d["mtime_ms"] or 0 for d in docs)
     shares = {}  # doc id -> requested name -> share of the document's mentions
     relation_weight = {}
     if names:
@@ -398,7 +400,10 @@ def topn(db, entity_names=None, category=None, language=None, limit=5):
             w = relation_weight[doc["id"]]
             score += 0.2 * (1 - math.exp(-w))
             reasons.append(f"relation weight {w:.2f}")
-        recency = 1.0 if newest == oldest else ((doc["mtime_ms"] or 0) - oldest) / (newest - oldest)
+        # Halves for every RECENCY_HALF_LIFE_DAYS the document is older than the newest one,
+        # so files written seconds apart (a fresh checkout) rank as equally recent.
+        age_days = (newest - (doc["mtime_ms"] or 0)) / 86_400_000
+        recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
         score += 0.2 * recency
         updated = _iso(doc["mtime_ms"])
         reasons.append(f"updated {updated[:10]}" if updated else "no update time")

@@ -198,3 +198,26 @@ def test_unknown_entity_names_are_not_found_errors(db_path):
     result = graphrag("path", "zzqx-nothing", "tidepool", "-d", str(db_path))
     assert result.exit_code == 1
     assert "No entity matches 'zzqx-nothing'" in result.output
+
+
+def test_topn_recency_halves_every_half_life(tmp_path):
+    import os
+
+    from llm_graphrag.graph import RECENCY_HALF_LIFE_DAYS
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name in ("new", "old", "seconds"):
+        (folder / f"{name}.md").write_text(f"# {name}\n\nThe kestrel nests on the cliff.\n")
+    now = 1_700_000_000
+    os.utime(folder / "new.md", (now, now))
+    os.utime(folder / "seconds.md", (now - 5, now - 5))
+    old = now - RECENCY_HALF_LIFE_DAYS * 86_400
+    os.utime(folder / "old.md", (old, old))
+    path = tmp_path / "g.db"
+    graphrag("ingest", str(folder), "-d", str(path))
+    items = json.loads(graphrag("topn", "-n", "3", "-d", str(path), "--json").output)["items"]
+    scores = {item["title"]: item["score"] for item in items}
+    assert scores["new"] == pytest.approx(0.2, abs=1e-4)
+    assert scores["seconds"] == pytest.approx(0.2, abs=1e-4)
+    assert scores["old"] == pytest.approx(0.1, abs=1e-4)
