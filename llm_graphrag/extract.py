@@ -12,6 +12,7 @@ import datetime
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 
 from . import plugins
@@ -63,18 +64,60 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False):
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
     touched = set()
+    batch = _Batch()
     for doc_id, path, title, content_hash, extracted_before in pending:
         if progress:
             progress(path)
-        result = _extract_document(
-            db, doc_id, title, content_hash, extracted_before, context, linker, mention_extractors,
-            relation_extractors, embedder,
+        prepared = _prepare_document(
+            db, doc_id, title, path, content_hash, extracted_before, context, linker,
+            mention_extractors, relation_extractors, embedder, batch,
         )
-        totals["mentions"] += result["mentions"]
-        totals["entities_new"] += result["entities_new"]
-        touched.update(result["relation_ids"])
+        batch.add(prepared)
+        totals["mentions"] += prepared.mention_count
+        totals["entities_new"] += len(prepared.created)
+        if batch.full():
+            touched.update(_flush(db, batch, linker, embedder))
+    touched.update(_flush(db, batch, linker, embedder))
     totals["relations"] = len(touched)
     return totals
+
+
+class _Batch:
+    """Documents extracted but not yet written: written together in one short transaction.
+
+    Seed 004 allows a transaction per file or small batch; one commit per document cost
+    more than the writes themselves.
+    """
+
+    MAX_CHUNKS = 128
+    MAX_DOCUMENTS = 32
+
+    def __init__(self):
+        self.documents = []
+        self.chunks = 0
+        self.fact_vectors = {}  # relation key -> vector, so one batch embeds each fact once
+
+    def add(self, prepared):
+        self.documents.append(prepared)
+        self.chunks += len(prepared.chunks)
+
+    def full(self):
+        return self.chunks >= self.MAX_CHUNKS or len(self.documents) >= self.MAX_DOCUMENTS
+
+
+def _flush(db, batch, linker, embedder):
+    """Write the batch's documents in one transaction; returns the relation ids touched."""
+    relation_ids = []
+    if batch.documents:
+        with db.atomic():
+            for prepared in batch.documents:
+                relation_ids.extend(_write(db, prepared, linker, embedder))
+        for prepared in batch.documents:
+            for entity in prepared.changed:
+                entity.new = entity.changed = entity.reembed = False
+    linker.unwritten.clear()
+    batch.__init__()
+    return relation_ids
 
 
 def _pending(db, doc_ids, force):
@@ -145,8 +188,8 @@ def _context_tokens(chunk):
     return frozenset(words)
 
 
-def _extract_document(db, doc_id, title, content_hash, extracted_before, context, linker, mention_extractors, relation_extractors, embedder):
-    path = db.execute("select path from docs where id = ?", [doc_id]).fetchone()[0]
+def _prepare_document(db, doc_id, title, path, content_hash, extracted_before, context, linker, mention_extractors, relation_extractors, embedder, batch):
+    """Extract, link and embed one document in memory; ``_write`` stores the result."""
     chunks = _chunks(db, doc_id, title, path)
     context.start_document(chunks)
     subject = subject_mention(title)
@@ -185,6 +228,15 @@ def _extract_document(db, doc_id, title, content_hash, extracted_before, context
         if new:
             created.append(entity)
         _describe(entity, mention, chunk, context)
+    for entity_id, count in counts.items():
+        linker.entities[entity_id].popularity += count
+    # Entities nothing mentions any more (the document changed) are forgotten now, so
+    # later documents of the batch cannot link to them; ``_write`` deletes their rows.
+    gone = [entity_id for entity_id in old_counts if entity_id not in counts]
+    for entity_id in gone:
+        entity = linker.entities.get(entity_id)
+        if entity is not None and entity.popularity <= 0:
+            linker.remove(entity)
 
     # Relations: candidates from every extractor, keyed by entity pair and relation.
     relations = {}
@@ -207,20 +259,48 @@ def _extract_document(db, doc_id, title, content_hash, extracted_before, context
     entity_vectors = embedder.encode([entity_text(e) for e in reembed]) if reembed else []
     for entity, vector in zip(reembed, entity_vectors):
         entity.vector = vector
+    for entity in reembed:
+        linker.unwritten[entity.id] = entity
     keys = sorted(relations)
-    # Only a relation that is new gets a fact vector: skip those already stored (one that
-    # turns out new after all is embedded inside the transaction, see ``_write``).
+    # Only a relation that is new gets a fact vector: skip those already stored or embedded
+    # earlier in the batch (one that turns out new after all is embedded inside the
+    # transaction, see ``_write``).
     stored = _relation_rows(db.conn, keys)
     embeddable = {k for k in keys if k[2] != "related_to" or context.settings.embed_related_facts}
-    embedded = [k for k in keys if k in embeddable and k not in stored]
-    fact_vectors = dict(zip(embedded, embedder.encode([relations[k]["fact"] for k in embedded]))) if embedded else {}
-
-    with db.atomic():
-        relation_ids = _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, embeddable, fact_vectors, embedder, old_counts, counts)
-    for entity in changed:
-        entity.new = entity.changed = entity.reembed = False
+    embedded = [k for k in keys if k in embeddable and k not in stored and k not in batch.fact_vectors]
+    if embedded:
+        batch.fact_vectors.update(zip(embedded, embedder.encode([relations[k]["fact"] for k in embedded])))
+    fact_vectors = {k: batch.fact_vectors[k] for k in keys if k in batch.fact_vectors}
     mention_count = sum(len(ms) for _, ms in per_chunk) + (1 if subject is not None and chunks else 0)
-    return {"mentions": mention_count, "entities_new": len(created), "relation_ids": relation_ids}
+    return _Prepared(
+        doc_id, content_hash, extracted_before, chunks, per_chunk, subject, created, changed,
+        reembed, entity_vectors, relations, keys, embeddable, fact_vectors, old_counts, counts,
+        gone, mention_count,
+    )
+
+
+@dataclass
+class _Prepared:
+    """One document's extraction, linked and embedded, waiting for its transaction."""
+
+    doc_id: int
+    content_hash: str
+    extracted_before: bool
+    chunks: list
+    per_chunk: list
+    subject: object
+    created: list
+    changed: list
+    reembed: list
+    entity_vectors: object
+    relations: dict
+    keys: list
+    embeddable: set
+    fact_vectors: dict
+    old_counts: Counter
+    counts: Counter
+    gone: list
+    mention_count: int
 
 
 class _Pinned:
@@ -290,9 +370,13 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunks, linker, created, changed, reembed, entity_vectors, relations, keys, embeddable, fact_vectors, embedder, old_counts, counts):
+def _write(db, prepared, linker, embedder):
+    """Store one prepared document: call inside a transaction. Returns its relation ids."""
     from .embeddings import write_embeddings
 
+    p = prepared
+    doc_id, extracted_before, created, changed, reembed = p.doc_id, p.extracted_before, p.created, p.changed, p.reembed
+    relations, keys, fact_vectors = p.relations, p.keys, p.fact_vectors
     conn = db.conn
     old_relations = []
     if extracted_before:
@@ -320,26 +404,21 @@ def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunk
         "update entities set type = ?, aliases = ?, description = ?, meta = ? where id = ?",
         [(e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined}), e.id) for e in updated],
     )
-    popularity = Counter(counts)
-    popularity.subtract(old_counts)
+    popularity = Counter(p.counts)
+    popularity.subtract(p.old_counts)
     conn.executemany(
         "update entities set popularity = popularity + ? where id = ?",
         [(delta, entity_id) for entity_id, delta in sorted(popularity.items()) if delta],
     )
-    for entity_id, count in counts.items():
-        linker.entities[entity_id].popularity += count
     # Entities nothing mentions any more (the document changed) are deleted.
-    gone = [entity_id for entity_id in old_counts if entity_id not in counts]
-    for entity_id in gone:
+    for entity_id in p.gone:
         left = conn.execute("select popularity from entities where id = ?", [entity_id]).fetchone()
         if left is not None and left[0] <= 0:
             conn.execute("delete from entities where id = ?", [entity_id])
-            if entity_id in linker.entities:
-                linker.remove(linker.entities[entity_id])
     rows = []
-    if subject is not None and chunks:
-        rows.append(_mention_row(subject, doc_id, chunks[0].id))
-    for chunk, mentions in per_chunk:
+    if p.subject is not None and p.chunks:
+        rows.append(_mention_row(p.subject, doc_id, p.chunks[0].id))
+    for chunk, mentions in p.per_chunk:
         rows.extend(_mention_row(m, doc_id, chunk.id) for m in mentions)
     conn.executemany(
         "insert into mentions (entity_id, doc_id, chunk_id, span_start, span_end, surface, type, "
@@ -347,7 +426,7 @@ def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunk
         rows,
     )
     if reembed:
-        write_embeddings(db, "entities", [e.id for e in reembed], entity_vectors, [entity_text(e) for e in reembed])
+        write_embeddings(db, "entities", [e.id for e in reembed], p.entity_vectors, [entity_text(e) for e in reembed])
     # Upsert in bulk: existing relations gain weight, new ones are inserted in key order
     # (so they get the ids one upsert per key would have given them).
     existing = _relation_rows(conn, keys)
@@ -372,7 +451,7 @@ def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunk
         entry = relations[key]
         relation_id, evidence_count = existing[key]
         relation_ids.append(relation_id)
-        if evidence_count == 0 and key in embeddable:
+        if evidence_count == 0 and key in p.embeddable:
             new_facts.append((relation_id, key, entry["fact"]))
         for (chunk_id, sentence), (confidence, extractor) in sorted(entry["evidence"].items()):
             evidence_rows.append((relation_id, chunk_id, doc_id, sentence, confidence, extractor))
@@ -391,7 +470,7 @@ def _write(db, doc_id, content_hash, extracted_before, per_chunk, subject, chunk
         write_embeddings(db, "facts", [r[0] for r in new_facts], vectors, [r[2] for r in new_facts])
     kept = set(relation_ids)
     _recompute(conn, [r for r in old_relations if r not in kept])
-    conn.execute("update docs set extracted_hash = ? where id = ?", [content_hash, doc_id])
+    conn.execute("update docs set extracted_hash = ? where id = ?", [p.content_hash, doc_id])
     return relation_ids
 
 

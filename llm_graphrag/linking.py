@@ -126,6 +126,7 @@ class Linker:
         self.by_norm = {}
         self.deletes = {}
         self.by_token = {}
+        self.unwritten = {}  # id -> entity whose new vector is not in the database yet
         self.next_id = next_id
         for entity in entities:
             self._index(entity)
@@ -215,8 +216,12 @@ class Linker:
             or len(self.entities) > VECTOR_CANDIDATE_LIMIT
         ):
             return []
+        hits = {entity_id: similarity for entity_id, similarity in self.vector_search(vector, 3)}
+        for entity in self.unwritten.values():
+            if entity.vector is not None:
+                hits[entity.id] = float(np.dot(vector, entity.vector))
         found = []
-        for entity_id, similarity in self.vector_search(vector, 3):
+        for entity_id, similarity in sorted(hits.items(), key=lambda h: (-h[1], h[0]))[:3]:
             entity = self.entities.get(entity_id)
             if (
                 entity is not None and similarity >= VECTOR_MIN and compatible(mention.type, entity.type)
