@@ -22,6 +22,14 @@ def database_option(fn):
     )(fn)
 
 
+def workers_option(fn):
+    return click.option(
+        "--workers",
+        type=click.IntRange(0),
+        help="Worker processes that find mentions (default: one per CPU; 0: none)",
+    )(fn)
+
+
 def json_option(fn):
     return click.option("--json", "as_json", is_flag=True, help="Print the tool's JSON")(fn)
 
@@ -103,9 +111,10 @@ def init(database, model, as_json):
 @click.option("--force", is_flag=True, help="Re-ingest files even when unchanged")
 @click.option("--prune", is_flag=True, help="Delete documents whose files are gone")
 @click.option("--no-extract", is_flag=True, help="Skip entity and relation extraction")
+@workers_option
 @json_option
 @friendly_errors
-def ingest(paths, database, tags, force, prune, no_extract, as_json):
+def ingest(paths, database, tags, force, prune, no_extract, workers, as_json):
     """Ingest files, folders and globs of .md, .txt, .rst and .html documents.
 
     \b
@@ -120,7 +129,8 @@ def ingest(paths, database, tags, force, prune, no_extract, as_json):
     db = open_database(database)
     show_bar = not as_json and sys.stderr.isatty()
     kwargs = dict(
-        tags=list(tags), skip_if_seen=not force, prune=prune, extract=not no_extract
+        tags=list(tags), skip_if_seen=not force, prune=prune, extract=not no_extract,
+        workers=workers,
     )
     if show_bar:
         files, _ = expand_paths(list(paths))
@@ -492,9 +502,10 @@ def context(text, database, entities, limit, output):
     help="Also extract with this llm model (stored in the database's extract settings; "
     "'none' turns it off again)",
 )
+@workers_option
 @json_option
 @friendly_errors
-def extract(database, docs, force, llm_model, as_json):
+def extract(database, docs, force, llm_model, workers, as_json):
     """Extract mentions, link entities and find relations (ingest runs this too).
 
     Documents already extracted and unchanged are skipped unless --force.
@@ -524,10 +535,11 @@ def extract(database, docs, force, llm_model, as_json):
         total = len(docs) or db["docs"].count
         with click.progressbar(length=total, label="Extracting", file=sys.stderr) as bar:
             result = extract_and_link(
-                db, doc_ids=list(docs) or None, force=force, progress=lambda path: bar.update(1)
+                db, doc_ids=list(docs) or None, force=force, workers=workers,
+                progress=lambda path: bar.update(1),
             )
     else:
-        result = extract_and_link(db, doc_ids=list(docs) or None, force=force)
+        result = extract_and_link(db, doc_ids=list(docs) or None, force=force, workers=workers)
     if as_json:
         echo_json(result)
     else:

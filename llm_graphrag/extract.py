@@ -1,8 +1,9 @@
 """``extract_and_link``: documents' chunks to mentions, entities and relations.
 
-The engine behind ``llm graphrag extract`` and the ``extract_and_link`` tool. Each
-document is read, extracted and linked in memory, embedded outside any transaction, and
-written in one short transaction. A document whose content was already extracted by the
+The engine behind ``llm graphrag extract`` and the ``extract_and_link`` tool. Worker
+processes find each document's mentions and relation candidates; this process links them
+in document order, embeds outside any transaction, and writes a small batch of documents
+per short transaction. A document whose content was already extracted by the
 same extractor version is skipped, so running it again changes nothing.
 """
 
@@ -15,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from . import plugins
+from . import parallel, plugins
 from .extraction import (
     ChunkText,
     ExtractionContext,
@@ -41,12 +42,14 @@ def load_settings(db):
     return ExtractionSettings.from_dict(get_setting(db, "extract", {}))
 
 
-def extract_and_link(db, doc_ids=None, *, progress=None, force=False):
+def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=None):
     """Extract mentions, link entities and find relations for documents of ``db``.
 
     ``doc_ids`` limits the run to those documents (default: every document whose content
     has not been extracted yet). ``progress(path)`` is called once per document.
-    Returns ``{"mentions": N, "entities_new": N, "relations": N}``.
+    ``workers`` processes find mentions and relation candidates while this one links and
+    writes (default: one per CPU when the run is large enough, see ``worker_count``; 0
+    does everything here). Returns ``{"mentions": N, "entities_new": N, "relations": N}``.
     """
     settings = load_settings(db)
     pending = _pending(db, doc_ids, force)
@@ -65,12 +68,16 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False):
     relation_extractors = plugins.get_relation_extractors()
     touched = set()
     batch = _Batch()
-    for doc_id, path, title, content_hash, extracted_before in pending:
+    documents = ((doc_id, title, _chunks(db, doc_id, title, path)) for doc_id, path, title, _, _ in pending)
+    extracted_documents = parallel.ordered_map(
+        _extract_document, documents, worker_count(workers, len(pending), settings),
+        initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
+    )
+    for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
         if progress:
             progress(path)
         prepared = _prepare_document(
-            db, doc_id, title, path, content_hash, extracted_before, context, linker,
-            mention_extractors, relation_extractors, embedder, batch,
+            db, extracted, content_hash, extracted_before, context, linker, embedder, batch,
         )
         batch.add(prepared)
         totals["mentions"] += prepared.mention_count
@@ -188,18 +195,67 @@ def _context_tokens(chunk):
     return frozenset(words)
 
 
-def _prepare_document(db, doc_id, title, path, content_hash, extracted_before, context, linker, mention_extractors, relation_extractors, embedder, batch):
-    """Extract, link and embed one document in memory; ``_write`` stores the result."""
-    chunks = _chunks(db, doc_id, title, path)
+# The extraction state of a worker process, set once when it starts.
+_WORKER = {}
+
+
+def worker_count(workers, documents, settings):
+    """How many processes extract mentions: ``workers`` if given, else one per CPU for
+    runs of at least ``MIN_PARALLEL_DOCUMENTS`` documents, never while an LLM extracts
+    (its calls are the slow part, and they stay in one process)."""
+    if workers is not None:
+        return workers
+    if settings.llm_model or documents < MIN_PARALLEL_DOCUMENTS:
+        return 0
+    return parallel.default_workers()
+
+
+MIN_PARALLEL_DOCUMENTS = 16
+
+
+def _start_worker(context, mention_extractors, relation_extractors):
+    _WORKER.update(context=context, mentions=mention_extractors, relations=relation_extractors)
+
+
+@dataclass
+class _Extracted:
+    """One document's mentions and relation candidates, before linking."""
+
+    doc_id: int
+    chunks: list
+    per_chunk: list  # [(chunk, [mention, ...]), ...]
+    candidates: list  # [(chunk, [candidate, ...]), ...]
+    subject: object
+    analyses: dict
+
+
+def _extract_document(document):
+    """Mentions and relation candidates of one document: needs no database, so it runs
+    in a worker process (or in this one, after ``_start_worker``)."""
+    doc_id, title, chunks = document
+    context = _WORKER["context"]
     context.start_document(chunks)
     subject = subject_mention(title)
     context.cache["subject"] = subject
     per_chunk = []
     for chunk in chunks:
         mentions = []
-        for extract in mention_extractors.values():
+        for extract in _WORKER["mentions"].values():
             mentions.extend(extract(chunk, context) or ())
         per_chunk.append((chunk, finish_mentions(chunk, mentions, context)))
+    candidates = []
+    for chunk, mentions in per_chunk:
+        found = []
+        for extract in _WORKER["relations"].values():
+            found.extend(extract(chunk, mentions, context) or ())
+        candidates.append((chunk, found))
+    return _Extracted(doc_id, chunks, per_chunk, candidates, subject, context.analyses())
+
+
+def _prepare_document(db, extracted, content_hash, extracted_before, context, linker, embedder, batch):
+    """Link and embed one extracted document in memory; ``_write`` stores the result."""
+    doc_id, chunks, per_chunk, subject = extracted.doc_id, extracted.chunks, extracted.per_chunk, extracted.subject
+    context.adopt(extracted.analyses)
 
     # Forget what an earlier extraction of this document contributed.
     old_counts = Counter(
@@ -240,10 +296,9 @@ def _prepare_document(db, doc_id, title, path, content_hash, extracted_before, c
 
     # Relations: candidates from every extractor, keyed by entity pair and relation.
     relations = {}
-    for chunk, mentions in per_chunk:
-        for extract in relation_extractors.values():
-            for candidate in extract(chunk, mentions, context) or ():
-                _add_relation(relations, candidate, chunk)
+    for chunk, found in extracted.candidates:
+        for candidate in found:
+            _add_relation(relations, candidate, chunk)
     first = {}
     for chunk, mention in ordered:
         first.setdefault(mention.entity.id, (chunk, mention))

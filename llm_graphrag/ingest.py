@@ -53,13 +53,15 @@ def ingest_docs(
     prune=False,
     extract=True,
     progress=None,
+    workers=None,
 ):
     """Ingest files, folders and globs into ``db``; the engine behind every face.
 
     Unchanged files (same content hash) are skipped when ``skip_if_seen``; changed files
     replace their rows; ``prune`` deletes documents under the given folders whose files
     are gone. A file that cannot be loaded is reported in ``errors`` and leaves what is
-    already stored for it untouched. ``progress(path)`` is called once per file.
+    already stored for it untouched. ``progress(path)`` is called once per file;
+    ``workers`` is passed on to ``extract_and_link``.
     Returns an ``IngestResult``.
     """
     started = _now()
@@ -129,7 +131,7 @@ def ingest_docs(
     if extract and result.doc_ids:
         from .extract import extract_and_link
 
-        result.extraction = extract_and_link(db, doc_ids=result.doc_ids)
+        result.extraction = extract_and_link(db, doc_ids=result.doc_ids, workers=workers)
     _record_run(db, started, paths, result)
     return result
 

@@ -1,4 +1,5 @@
 import json
+import pathlib
 
 import pytest
 
@@ -292,13 +293,6 @@ def test_subject_mention():
     assert subject_mention("") is None
 
 
-def _db_with(tmp_path, docs):
-    db = open_database(tmp_path / "graphrag.db")
-    with db.atomic():
-        for doc_id, (title, text) in enumerate(docs, 1):
-            db["docs"].insert({"id": doc_id, "path": f"/docs/{doc_id}.md", "title": title, "hash": f"h{doc_id}"})
-            db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
-    return db
 
 
 
@@ -468,3 +462,26 @@ def test_descriptions_drop_markdown_bold_markers(tmp_path):
         row[0] for row in db.execute("select description from entities where norm = 'tidepool'")
     }
     assert descriptions == {"tidepool: The lab's time-series store."}
+
+
+def test_worker_processes_extract_exactly_what_one_process_does(tmp_path):
+    """The sample corpus extracted with two worker processes and with none: same graph."""
+    from llm_graphrag.ingest import ingest_docs
+
+    corpus = pathlib.Path(__file__).parent.parent / "sample-corpus"
+    tables = {
+        "entities": "id, type, name, norm, aliases, description, popularity, meta",
+        "mentions": "*",
+        "relations": "*",
+        "relation_evidence": "*",
+        "embeddings": "collection_id, id, embedding, content_hash",
+    }
+    graphs = []
+    for workers in (0, 2):
+        db = open_database(tmp_path / f"workers{workers}.db")
+        ingest_docs(db, [str(corpus)], extract=False)
+        totals = extract_and_link(db, workers=workers)
+        graphs.append((totals, {t: db.execute(f"select {c} from {t} order by rowid").fetchall() for t, c in tables.items()}))
+    assert graphs[0][0]["relations"] > 500
+    assert graphs[1] == graphs[0]
+

@@ -1,0 +1,49 @@
+"""Work spread over processes, results in input order, a bounded number in flight.
+
+Extraction is pure Python: threads would share one interpreter lock, so the CPU-bound
+part runs in forked worker processes while the calling process links and writes.
+"""
+
+import collections
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+
+
+def default_workers():
+    """One worker per CPU where processes can be forked safely, else none."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 0  # spawn would re-import and re-register every plugin in each worker
+    if threading.current_thread() is not threading.main_thread():
+        return 0  # forking a threaded server (Datasette) can copy a held lock
+    return os.cpu_count() or 1
+
+
+def ordered_map(function, items, workers, *, initializer=None, initargs=()):
+    """Yield ``function(item)`` for each item, in order.
+
+    With ``workers`` > 0 the calls run in that many forked processes, at most
+    ``2 * workers + 2`` items ahead of the consumer, so memory stays bounded however many
+    items there are. With 0 they run here, one at a time, after ``initializer(*initargs)``.
+    """
+    if workers <= 0:
+        if initializer is not None:
+            initializer(*initargs)
+        for item in items:
+            yield function(item)
+        return
+    context = multiprocessing.get_context("fork")
+    ahead = 2 * workers + 2
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
+        pending = collections.deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(function, item))
+                if len(pending) >= ahead:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()

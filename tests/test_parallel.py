@@ -1,0 +1,50 @@
+import threading
+
+import pytest
+
+from llm_graphrag import parallel
+
+
+def square(n):
+    if n == 13:
+        raise ValueError("unlucky 13")
+    return n * n
+
+
+STATE = {}
+
+
+def remember(offset):
+    STATE["offset"] = offset
+
+
+def shifted(n):
+    return n + STATE["offset"]
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2])
+def test_ordered_map_keeps_input_order(workers):
+    assert list(parallel.ordered_map(square, iter(range(12)), workers)) == [n * n for n in range(12)]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_initializer_sets_up_each_worker(workers):
+    results = parallel.ordered_map(shifted, range(5), workers, initializer=remember, initargs=(100,))
+    assert list(results) == [100, 101, 102, 103, 104]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_error_in_a_worker_reaches_the_caller(workers):
+    results = parallel.ordered_map(square, range(20), workers)
+    assert [next(results) for _ in range(13)] == [n * n for n in range(13)]
+    with pytest.raises(ValueError, match="unlucky 13"):
+        next(results)
+
+
+def test_no_workers_are_forked_from_a_thread():
+    found = []
+    thread = threading.Thread(target=lambda: found.append(parallel.default_workers()))
+    thread.start()
+    thread.join()
+    assert found == [0]
+    assert parallel.default_workers() >= 1
