@@ -1,5 +1,10 @@
-"""Ingestion: files to documents, chunks and vectors, one short transaction per file."""
+"""Ingestion: files to documents, chunks and vectors, one short transaction per file.
 
+A pipeline of two processes: one loads, de-duplicates and chunks files in order; the
+calling one embeds several files' chunks per call and writes them.
+"""
+
+import concurrent.futures
 import datetime
 import hashlib
 import json
@@ -8,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import parallel
 from .chunking import chunk_document
 from .dedup import NearDuplicateFilter
 from .embeddings import embedder_for, unit_rows, write_embeddings
@@ -61,7 +67,9 @@ def ingest_docs(
     replace their rows; ``prune`` deletes documents under the given folders whose files
     are gone. A file that cannot be loaded is reported in ``errors`` and leaves what is
     already stored for it untouched. ``progress(path)`` is called once per file;
-    ``workers`` is passed on to ``extract_and_link``.
+    Files are loaded, de-duplicated and chunked in a second process while this one embeds
+    and writes (``workers=0`` keeps everything here); ``workers`` is passed on to
+    ``extract_and_link``.
     Returns an ``IngestResult``.
     """
     started = _now()
@@ -69,19 +77,16 @@ def ingest_docs(
     files, errors = expand_paths(paths)
     result.errors.extend(errors)
     embedder = embedder_for(db)
-    duplicates = NearDuplicateFilter()
     known = {
         row[0]: (row[1], row[2])
         for row in db.execute("select path, id, hash from docs").fetchall()
     }
     pending = []  # loaded documents waiting for one embedding call
+    embedding = None  # the previous batch, being embedded in a thread: (future, batch)
 
-    def flush():
-        # Embed several files' chunks in one call (outside any transaction), then write
-        # each file in its own short transaction.
-        vectors = chunk_vectors(embedder, [c for _, chunks in pending for c in chunks])
+    def write(batch, vectors):
         start = 0
-        for document, chunks in pending:
+        for document, chunks in batch:
             doc_id = _write_document(
                 db, document, chunks, vectors[start : start + len(chunks)], tags or []
             )
@@ -89,43 +94,47 @@ def ingest_docs(
             result.ingested += 1
             result.chunks += len(chunks)
             result.doc_ids.append(doc_id)
+
+    def flush(last=False):
+        # Embed several files' chunks in one call, outside any transaction, in a thread:
+        # while it runs, the batch before is written here, each file in its own short
+        # transaction (SQLite and the tokenizer both let go of the interpreter lock).
+        nonlocal embedding
+        batch = list(pending)
         pending.clear()
+        previous, embedding = embedding, None
+        if batch:
+            embedding = (encoder.submit(chunk_vectors, embedder, [c for _, cs in batch for c in cs]), batch)
+        if previous is not None:
+            write(previous[1], previous[0].result())
+        if last and embedding is not None:
+            write(embedding[1], embedding[0].result())
+            embedding = None
 
-    def prepare(path):
-        """Read, load, de-duplicate and chunk one file: ``(path, outcome, value)``."""
-        key = str(path)
-        try:
-            data = path.read_bytes()
-        except OSError as ex:
-            return path, "error", f"cannot read file: {ex.strerror}"
-        digest = hashlib.sha256(data).hexdigest()
-        if skip_if_seen and key in known and known[key][1] == digest:
-            return path, "skipped", None
-        try:
-            document = load_document(path, root=_root_for(path, paths), data=data)
-        except LoadError as ex:
-            return path, "error", str(ex)
-        document.blocks, dropped = duplicates.filter_blocks(
-            document.blocks, kinds=("paragraph", "list", "quote")
-        )
-        return path, "loaded", (document, chunk_document(document), dropped)
-
-    for path in files:
-        path, outcome, value = prepare(path)
-        if progress:
-            progress(path)
-        if outcome == "error":
-            result.errors.append({"path": str(path), "error": value})
-            continue
-        if outcome == "skipped":
-            result.skipped += 1
-            continue
-        document, chunks, dropped = value
-        result.duplicates_skipped += dropped
-        pending.append((document, chunks))
-        if sum(len(c) for _, c in pending) >= EMBED_BATCH:
-            flush()
-    flush()
+    encoder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphrag-embed")
+    loader_state = (NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths])
+    prepared = parallel.ordered_map(
+        _prepare_file, files, _loader_processes(workers, len(files)),
+        initializer=_start_loader, initargs=loader_state, ahead=LOAD_AHEAD,
+    )
+    try:
+        for path, outcome, value in prepared:
+            if progress:
+                progress(path)
+            if outcome == "error":
+                result.errors.append({"path": str(path), "error": value})
+                continue
+            if outcome == "skipped":
+                result.skipped += 1
+                continue
+            document, chunks, dropped = value
+            result.duplicates_skipped += dropped
+            pending.append((document, chunks))
+            if sum(len(c) for _, c in pending) >= EMBED_BATCH:
+                flush()
+        flush(last=True)
+    finally:
+        encoder.shutdown(cancel_futures=True)
     if prune:
         result.pruned = prune_missing(db, paths, {str(f) for f in files})
     if extract and result.doc_ids:
@@ -134,6 +143,47 @@ def ingest_docs(
         result.extraction = extract_and_link(db, doc_ids=result.doc_ids, workers=workers)
     _record_run(db, started, paths, result)
     return result
+
+
+MIN_PARALLEL_FILES = 16
+LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedding batch
+# The loading stage's state (one process, so near-duplicates are found in file order).
+_LOADER = {}
+
+
+def _loader_processes(workers, files):
+    """One process loads, de-duplicates and chunks while this one embeds and writes,
+    unless ``workers`` is 0, processes cannot be forked here, or the run is small."""
+    if workers == 0 or files < MIN_PARALLEL_FILES:
+        return 0
+    return min(1, parallel.default_workers())
+
+
+def _start_loader(duplicates, skip_if_seen, known, paths):
+    _LOADER.update(duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths)
+
+
+def _prepare_file(path):
+    """Read, load, de-duplicate and chunk one file: ``(path, outcome, value)``."""
+    key = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as ex:
+        return path, "error", f"cannot read file: {ex.strerror}"
+    digest = hashlib.sha256(data).hexdigest()
+    known = _LOADER["known"]
+    if _LOADER["skip_if_seen"] and key in known and known[key][1] == digest:
+        return path, "skipped", None
+    try:
+        document = load_document(path, root=_root_for(path, _LOADER["paths"]), data=data)
+    except LoadError as ex:
+        return path, "error", str(ex)
+    document.blocks, dropped = _LOADER["duplicates"].filter_blocks(
+        document.blocks, kinds=("paragraph", "list", "quote")
+    )
+    chunks = chunk_document(document)
+    document.blocks = []  # the chunks hold the text now: half as much to send back
+    return path, "loaded", (document, chunks, dropped)
 
 
 PRELUDE_WEIGHT = 0.3
@@ -182,30 +232,35 @@ def _write_document(db, document, chunks, vectors, tags):
         "tags": sorted(set(document.tags) | set(tags)),
         "hash": document.hash,
     }
+    values = [
+        document.path, "file", document.mtime_ms, json.dumps(meta), document.title,
+        document.hash, document.size, _now(),
+    ]
     with db.atomic():
-        row = db.execute("select id from docs where path = ?", [document.path]).fetchone()
-        values = {
-            "path": document.path,
-            "source": "file",
-            "mtime_ms": document.mtime_ms,
-            "meta": json.dumps(meta),
-            "title": document.title,
-            "hash": document.hash,
-            "size": document.size,
-            "ingested_at": _now(),
-        }
+        conn = db.conn
+        row = conn.execute("select id from docs where path = ?", [document.path]).fetchone()
         if row:
             doc_id = row[0]
-            db.execute("delete from chunks where doc_id = ?", [doc_id])
-            db["docs"].update(doc_id, values)
+            conn.execute("delete from chunks where doc_id = ?", [doc_id])
+            conn.execute(
+                "update docs set path = ?, source = ?, mtime_ms = ?, meta = ?, title = ?, "
+                "hash = ?, size = ?, ingested_at = ? where id = ?",
+                values + [doc_id],
+            )
         else:
-            doc_id = db["docs"].insert(values).last_pk
-        chunk_ids = []
-        for chunk in chunks:
-            cursor = db.execute(
-                "insert into chunks (doc_id, seq, content, prelude, section, hash, "
-                "token_count, meta) values (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
+            doc_id = conn.execute(
+                "insert into docs (path, source, mtime_ms, meta, title, hash, size, ingested_at) "
+                "values (?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            ).lastrowid
+        first = (conn.execute("select coalesce(max(id), 0) from chunks").fetchone()[0]) + 1
+        chunk_ids = list(range(first, first + len(chunks)))
+        conn.executemany(
+            "insert into chunks (id, doc_id, seq, content, prelude, section, hash, token_count, "
+            "meta) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    chunk_id,
                     doc_id,
                     chunk.seq,
                     chunk.text,
@@ -214,9 +269,10 @@ def _write_document(db, document, chunks, vectors, tags):
                     hashlib.sha256(chunk.text.encode("utf8")).hexdigest(),
                     chunk.token_count,
                     json.dumps({"headings": list(chunk.headings)}),
-                ],
-            )
-            chunk_ids.append(cursor.lastrowid)
+                )
+                for chunk_id, chunk in zip(chunk_ids, chunks)
+            ],
+        )
         write_embeddings(
             db, "chunks", chunk_ids, vectors, [chunk.embed_text for chunk in chunks]
         )

@@ -20,12 +20,13 @@ def default_workers():
     return os.cpu_count() or 1
 
 
-def ordered_map(function, items, workers, *, initializer=None, initargs=()):
+def ordered_map(function, items, workers, *, initializer=None, initargs=(), ahead=None):
     """Yield ``function(item)`` for each item, in order.
 
-    With ``workers`` > 0 the calls run in that many forked processes, at most
-    ``2 * workers + 2`` items ahead of the consumer, so memory stays bounded however many
-    items there are. With 0 they run here, one at a time, after ``initializer(*initargs)``.
+    With ``workers`` > 0 the calls run in that many forked processes, at most ``ahead``
+    items (default ``2 * workers + 2``) ahead of the consumer, so memory stays bounded
+    however many items there are. With 0 they run here, one at a time, after
+    ``initializer(*initargs)``.
     """
     if workers <= 0:
         if initializer is not None:
@@ -34,7 +35,7 @@ def ordered_map(function, items, workers, *, initializer=None, initargs=()):
             yield function(item)
         return
     context = multiprocessing.get_context("fork")
-    ahead = 2 * workers + 2
+    ahead = ahead or 2 * workers + 2
     with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
         pending = collections.deque()
         try:

@@ -1,6 +1,7 @@
 """The foundation: packaging, connections, schema, embeddings and ingestion through llm."""
 
 import json
+import pathlib
 import subprocess
 import sqlite3 as stdlib_sqlite3
 
@@ -267,3 +268,45 @@ def test_chunk_vectors_weight_the_prelude():
     np.testing.assert_allclose(vectors[0], expected / np.linalg.norm(expected), rtol=1e-6)
     np.testing.assert_allclose(vectors[1], embedder.encode([OTHER])[0], rtol=1e-6)
     assert PRELUDE_WEIGHT == 0.3
+
+
+def test_loading_process_and_one_process_store_the_same_rows(tmp_path, user_path, monkeypatch):
+    """Past MIN_PARALLEL_FILES a second process loads files: same rows, same errors,
+    near-duplicates found across files in file order, as with --workers 0."""
+    import shutil
+
+    from llm_graphrag import parallel
+    from llm_graphrag.ingest import MIN_PARALLEL_FILES
+
+    processes = []
+    ordered_map = parallel.ordered_map
+
+    def spy(function, items, workers, **kwargs):
+        processes.append((function.__name__, workers))
+        return ordered_map(function, items, workers, **kwargs)
+
+    monkeypatch.setattr(parallel, "ordered_map", spy)
+    sample = pathlib.Path(__file__).parent.parent / "sample-corpus"
+    folder = tmp_path / "corpus"
+    shutil.copytree(sample, folder)
+    repeated = "This paragraph appears in two files on purpose, to test the near-duplicate filter here."
+    (folder / "zz-a.md").write_text(f"# A\n\n{repeated}\n")
+    (folder / "zz-b.md").write_text(f"# B\n\n{repeated}\n")
+    (folder / "zz-binary.md").write_bytes(b"\x00\x01\x02PNG\x00")
+    assert len(list(folder.rglob("*.*"))) > MIN_PARALLEL_FILES
+    outputs, rows = [], []
+    for workers in ("0", "2"):
+        path = str(tmp_path / f"workers{workers}.db")
+        result = run(["graphrag", "ingest", str(folder), "-d", path, "--no-extract", "--workers", workers, "--json"])
+        outputs.append(json.loads(result.output))
+        db = open_database(path)
+        rows.append([
+            db.execute("select id, path, title, hash from docs order by id").fetchall(),
+            db.execute("select id, doc_id, seq, content, prelude, section, meta from chunks order by id").fetchall(),
+            db.execute("select id, embedding from embeddings order by collection_id, id").fetchall(),
+        ])
+    assert processes == [("_prepare_file", 0), ("_prepare_file", 1)]
+    assert outputs[0]["duplicates_skipped"] >= 1
+    assert [e["path"].rsplit("/", 1)[1] for e in outputs[0]["errors"]] == ["zz-binary.md"]
+    assert outputs[1] == outputs[0]
+    assert rows[1] == rows[0]
