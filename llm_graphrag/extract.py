@@ -66,13 +66,14 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
-    touched = set()
+    workers = worker_count(workers, len(pending), settings)
     batch = _Batch()
     documents = ((doc_id, title, _chunks(db, doc_id, title, path)) for doc_id, path, title, _, _ in pending)
     extracted_documents = parallel.ordered_map(
-        _extract_document, documents, worker_count(workers, len(pending), settings),
+        _extract_document, documents, workers,
         initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
     )
+    touched = set()
     for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
         if progress:
             progress(path)
@@ -84,6 +85,7 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
         totals["entities_new"] += len(prepared.created)
         if batch.full():
             touched.update(_flush(db, batch, linker, embedder))
+            batch = _Batch()
     touched.update(_flush(db, batch, linker, embedder))
     totals["relations"] = len(touched)
     return totals
@@ -114,16 +116,13 @@ class _Batch:
 
 def _flush(db, batch, linker, embedder):
     """Write the batch's documents in one transaction; returns the relation ids touched."""
+    plans = [_plan(prepared) for prepared in batch.documents]
     relation_ids = []
-    if batch.documents:
+    if plans:
         with db.atomic():
-            for prepared in batch.documents:
-                relation_ids.extend(_write(db, prepared, linker, embedder))
-        for prepared in batch.documents:
-            for entity in prepared.changed:
-                entity.new = entity.changed = entity.reembed = False
+            for plan in plans:
+                relation_ids.extend(_write(db, plan, embedder.encode))
     linker.unwritten.clear()
-    batch.__init__()
     return relation_ids
 
 
@@ -425,16 +424,81 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(db, prepared, linker, embedder):
-    """Store one prepared document: call inside a transaction. Returns its relation ids."""
+@dataclass
+class _WritePlan:
+    """What ``_write`` stores for one document: rows only, no live objects, so another
+    thread can write it while this one links the next documents."""
+
+    doc_id: int
+    content_hash: str
+    extracted_before: bool
+    created: list  # entity rows to insert
+    updated: list  # entity rows to update
+    popularity: list  # (delta, entity id)
+    gone: list  # entity ids nothing mentions any more
+    mentions: list  # mention rows
+    entity_vectors: tuple  # (ids, vectors, texts)
+    keys: list  # relation keys in order
+    relations: dict  # key -> (weight, confidence, fact, chunk_id, evidence [(chunk_id, sentence, confidence, extractor)])
+    embeddable: set
+    fact_vectors: dict
+
+
+def _plan(prepared):
+    """Snapshot a prepared document's rows, then mark its entities as written."""
+    p = prepared
+    now = _now()
+    created_set = set(p.created)
+    popularity = Counter(p.counts)
+    popularity.subtract(p.old_counts)
+    mentions = []
+    if p.subject is not None and p.chunks:
+        mentions.append(_mention_row(p.subject, p.doc_id, p.chunks[0].id))
+    for chunk, found in p.per_chunk:
+        mentions.extend(_mention_row(m, p.doc_id, chunk.id) for m in found)
+    relations = {}
+    for key in p.keys:
+        entry = p.relations[key]
+        evidence = [
+            (chunk_id, sentence, confidence, extractor)
+            for (chunk_id, sentence), (confidence, extractor) in sorted(entry["evidence"].items())
+        ]
+        weight = round(sum(c for c, _ in entry["evidence"].values()), 4)
+        relations[key] = (weight, entry["confidence"], entry["fact"], entry["chunk_id"], evidence)
+    plan = _WritePlan(
+        p.doc_id, p.content_hash, p.extracted_before,
+        [
+            (e.id, e.type, e.name, e.norm, json.dumps(e.aliases), e.description, 0,
+             json.dumps({"defined": e.defined}), now)
+            for e in p.created
+        ],
+        [
+            (e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined}), e.id)
+            for e in p.changed if e not in created_set
+        ],
+        [(delta, entity_id) for entity_id, delta in sorted(popularity.items()) if delta],
+        list(p.gone),
+        mentions,
+        ([e.id for e in p.reembed], p.entity_vectors, [entity_text(e) for e in p.reembed]),
+        p.keys, relations, p.embeddable, p.fact_vectors,
+    )
+    for entity in p.changed:
+        entity.new = entity.changed = entity.reembed = False
+    return plan
+
+
+def _write(db, plan, encode):
+    """Store one document's plan: call inside a transaction. Returns its relation ids.
+
+    ``encode(texts)`` embeds the facts of relations that lost all their evidence in this
+    very transaction (the document was extracted before), which planning could not know.
+    """
     from .embeddings import write_embeddings
 
-    p = prepared
-    doc_id, extracted_before, created, changed, reembed = p.doc_id, p.extracted_before, p.created, p.changed, p.reembed
-    relations, keys, fact_vectors = p.relations, p.keys, p.fact_vectors
+    doc_id, keys, relations = plan.doc_id, plan.keys, plan.relations
     conn = db.conn
     old_relations = []
-    if extracted_before:
+    if plan.extracted_before:
         # Previous extraction of this document: its mentions and evidence go (through the
         # indexed chunk_id: evidence of chunks replaced since has gone with them).
         in_doc = "chunk_id in (select id from chunks where doc_id = ?)"
@@ -443,72 +507,50 @@ def _write(db, prepared, linker, embedder):
         ]
         conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
         conn.execute("delete from mentions where doc_id = ?", [doc_id])
-    now = _now()
     conn.executemany(
         "insert into entities (id, type, name, norm, aliases, description, popularity, meta, created_at) "
         "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (e.id, e.type, e.name, e.norm, json.dumps(e.aliases), e.description, 0,
-             json.dumps({"defined": e.defined}), now)
-            for e in created
-        ],
+        plan.created,
     )
-    created_set = set(created)
-    updated = [e for e in changed if e not in created_set]
     conn.executemany(
-        "update entities set type = ?, aliases = ?, description = ?, meta = ? where id = ?",
-        [(e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined}), e.id) for e in updated],
+        "update entities set type = ?, aliases = ?, description = ?, meta = ? where id = ?", plan.updated
     )
-    popularity = Counter(p.counts)
-    popularity.subtract(p.old_counts)
-    conn.executemany(
-        "update entities set popularity = popularity + ? where id = ?",
-        [(delta, entity_id) for entity_id, delta in sorted(popularity.items()) if delta],
-    )
+    conn.executemany("update entities set popularity = popularity + ? where id = ?", plan.popularity)
     # Entities nothing mentions any more (the document changed) are deleted.
-    for entity_id in p.gone:
+    for entity_id in plan.gone:
         left = conn.execute("select popularity from entities where id = ?", [entity_id]).fetchone()
         if left is not None and left[0] <= 0:
             conn.execute("delete from entities where id = ?", [entity_id])
-    rows = []
-    if p.subject is not None and p.chunks:
-        rows.append(_mention_row(p.subject, doc_id, p.chunks[0].id))
-    for chunk, mentions in p.per_chunk:
-        rows.extend(_mention_row(m, doc_id, chunk.id) for m in mentions)
     conn.executemany(
         "insert into mentions (entity_id, doc_id, chunk_id, span_start, span_end, surface, type, "
         "score, link_score, features, snippet, meta) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
+        plan.mentions,
     )
-    if reembed:
-        write_embeddings(db, "entities", [e.id for e in reembed], p.entity_vectors, [entity_text(e) for e in reembed])
+    entity_ids, entity_vectors, entity_texts = plan.entity_vectors
+    if entity_ids:
+        write_embeddings(db, "entities", entity_ids, entity_vectors, entity_texts)
     # Upsert in bulk: existing relations gain weight, new ones are inserted in key order
     # (so they get the ids one upsert per key would have given them).
     existing = _relation_rows(conn, keys)
-    weights = {key: round(sum(c for c, _ in relations[key]["evidence"].values()), 4) for key in keys}
     conn.executemany(
         "update relations set weight = weight + ?, confidence = max(confidence, ?) where id = ?",
-        [(weights[key], relations[key]["confidence"], existing[key][0]) for key in keys if key in existing],
+        [(relations[key][0], relations[key][1], existing[key][0]) for key in keys if key in existing],
     )
     fresh = [key for key in keys if key not in existing]
     conn.executemany(
         "insert into relations (src_id, dst_id, rel, weight, confidence, fact, chunk_id) values (?, ?, ?, ?, ?, ?, ?)",
-        [
-            (key[0], key[1], key[2], weights[key], relations[key]["confidence"], relations[key]["fact"], relations[key]["chunk_id"])
-            for key in fresh
-        ],
+        [(key[0], key[1], key[2], *relations[key][:4]) for key in fresh],
     )
     existing.update(_relation_rows(conn, fresh))
     relation_ids = []
     new_facts = []
     evidence_rows = []
     for key in keys:
-        entry = relations[key]
         relation_id, evidence_count = existing[key]
         relation_ids.append(relation_id)
-        if evidence_count == 0 and key in p.embeddable:
-            new_facts.append((relation_id, key, entry["fact"]))
-        for (chunk_id, sentence), (confidence, extractor) in sorted(entry["evidence"].items()):
+        if evidence_count == 0 and key in plan.embeddable:
+            new_facts.append((relation_id, key, relations[key][2]))
+        for chunk_id, sentence, confidence, extractor in relations[key][4]:
             evidence_rows.append((relation_id, chunk_id, doc_id, sentence, confidence, extractor))
     conn.executemany(
         "insert into relation_evidence (relation_id, chunk_id, doc_id, sentence, confidence, extractor) "
@@ -516,16 +558,15 @@ def _write(db, prepared, linker, embedder):
         evidence_rows,
     )
     if new_facts:
-        # Relations that were stored before but lost all their evidence in this transaction
-        # (the document is extracted again) have no vector yet: embed them in one batch.
-        missing = [key for _, key, _ in new_facts if key not in fact_vectors]
+        fact_vectors = plan.fact_vectors
+        missing = [(key, fact) for _, key, fact in new_facts if key not in fact_vectors]
         if missing:
-            fact_vectors = {**fact_vectors, **dict(zip(missing, embedder.encode([relations[k]["fact"] for k in missing])))}
+            fact_vectors = {**fact_vectors, **dict(zip([k for k, _ in missing], encode([f for _, f in missing])))}
         vectors = [fact_vectors[key] for _, key, _ in new_facts]
         write_embeddings(db, "facts", [r[0] for r in new_facts], vectors, [r[2] for r in new_facts])
     kept = set(relation_ids)
     _recompute(conn, [r for r in old_relations if r not in kept])
-    conn.execute("update docs set extracted_hash = ? where id = ?", [p.content_hash, doc_id])
+    conn.execute("update docs set extracted_hash = ? where id = ?", [plan.content_hash, doc_id])
     return relation_ids
 
 
