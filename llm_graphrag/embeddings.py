@@ -38,6 +38,11 @@ def load_static_model(path):
     return StaticModel.from_pretrained(str(folder), quantize_to="float32")
 
 
+SHORT_TEXT = 256  # characters: texts up to this long are tokenized word by word
+WORD_CACHE_LIMIT = 200_000  # words whose token ids are kept, per model
+_WORD_IDS = {}
+
+
 def unit_rows(vectors):
     """``vectors`` with every non-zero row scaled to length 1."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -65,12 +70,62 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
         return int(self.static_model.dim)
 
     def encode(self, texts):
-        """Embed ``texts`` into a float32 array of unit-length rows."""
+        """Embed ``texts`` into a float32 array of unit-length rows.
+
+        Short ASCII texts (entity names, facts, queries) take ``_encode_short``; the
+        rest go to model2vec as they are.
+        """
         texts = list(texts)
+        model = self.static_model
         if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        vectors = np.asarray(self.static_model.encode(texts), dtype=np.float32)
+            return np.zeros((0, model.dim), dtype=np.float32)
+        plain = model.weights is None and model.token_mapping is None
+        short = [i for i, text in enumerate(texts) if plain and len(text) <= SHORT_TEXT and text.isascii()]
+        if not short:
+            return unit_rows(np.asarray(model.encode(texts), dtype=np.float32))
+        vectors = np.zeros((len(texts), model.dim), dtype=np.float32)
+        vectors[short] = self._encode_short(model, [texts[i] for i in short])
+        if len(short) < len(texts):
+            rest = sorted(set(range(len(texts))) - set(short))
+            vectors[rest] = np.asarray(model.encode([texts[i] for i in rest]), dtype=np.float32)
         return unit_rows(vectors)
+
+    def _encode_short(self, model, texts):
+        """model2vec's mean of token vectors, tokenizing each distinct word once.
+
+        The tokenizer splits on whitespace before anything else, so a text's tokens are
+        its words' tokens in order; a run embeds the same few thousand words again and
+        again, and a call per text costs more than the arithmetic.
+        """
+        cache = self._word_ids
+        words = [text.split() for text in texts]
+        missing = {word for text in words for word in text if word not in cache}
+        if len(cache) + len(missing) > WORD_CACHE_LIMIT:
+            cache.clear()
+            missing = {word for text in words for word in text}
+        if missing:
+            missing = sorted(missing)
+            unk = model.unk_token_id
+            for word, encoding in zip(missing, model.tokenizer.encode_batch_fast(missing, add_special_tokens=False)):
+                cache[word] = [i for i in encoding.ids if i != unk]
+        ids, lengths = [], []
+        for text in words:
+            start = len(ids)
+            for word in text:
+                ids.extend(cache[word])
+            lengths.append(len(ids) - start)
+        lengths = np.array(lengths)
+        out = np.zeros((len(texts), model.dim), dtype=np.float32)
+        filled = lengths > 0
+        if ids:
+            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[filled]
+            sums = np.add.reduceat(model.embedding[np.array(ids)].astype(np.float32), offsets, axis=0)
+            out[filled] = sums / lengths[filled, None]
+        return out
+
+    @property
+    def _word_ids(self):
+        return _WORD_IDS.setdefault(self.path, {})
 
     def embed_batch(self, items):
         for row in self.encode(items):

@@ -72,6 +72,7 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     extracted_documents = parallel.ordered_map(
         _extract_document, documents, workers,
         initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
+        ahead=EXTRACT_AHEAD,
     )
     touched = set()
     for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
@@ -210,6 +211,7 @@ def worker_count(workers, documents, settings):
 
 
 MIN_PARALLEL_DOCUMENTS = 16
+EXTRACT_AHEAD = 48  # documents workers may run ahead of linking: big ones take a while
 
 
 def _start_worker(context, mention_extractors, relation_extractors):
