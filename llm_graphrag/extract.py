@@ -59,14 +59,22 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     from .embeddings import embedder_for
 
     embedder = embedder_for(db)
-    with db.atomic():  # pass one in a single transaction: one commit, not one per document
-        for doc_id, _, title, _, _ in pending:
-            _record_terms(db, doc_id, title)
+    workers = worker_count(workers, len(pending), settings)
+    # Pass one: salient terms, in a single transaction (one commit, not one per document).
+    texts = (
+        (doc_id, title, [c for (c,) in db.execute("select content from chunks where doc_id = ? order by seq", [doc_id])])
+        for doc_id, _, title, _, _ in pending
+    )
+    with db.atomic():
+        for doc_id, rows in parallel.ordered_map(_salient_rows, texts, workers, ahead=EXTRACT_AHEAD):
+            db.conn.execute("delete from gazetteer_terms where doc_id = ?", [doc_id])
+            db.conn.executemany(
+                "insert into gazetteer_terms (doc_id, norm, term, type) values (?, ?, ?, ?)", rows
+            )
     context = ExtractionContext(settings, load_gazetteer(db, settings), embedder)
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
-    workers = worker_count(workers, len(pending), settings)
     batch = _Batch()
     documents = ((doc_id, title, _chunks(db, doc_id, title, path)) for doc_id, path, title, _, _ in pending)
     extracted_documents = parallel.ordered_map(
@@ -163,10 +171,11 @@ def _chunks(db, doc_id, title, path):
     return chunks
 
 
-def _record_terms(db, doc_id, title):
-    """Pass one: the document's salient terms, which feed the corpus gazetteer."""
+def _salient_rows(document):
+    """Pass one: a document's salient terms, which feed the corpus gazetteer, as rows."""
+    doc_id, title, contents = document
     terms = set()
-    for (content,) in db.execute("select content from chunks where doc_id = ? order by seq", [doc_id]):
+    for content in contents:
         terms |= salient_terms(content or "", "")
     if title:
         terms |= salient_terms("", title)
@@ -174,11 +183,7 @@ def _record_terms(db, doc_id, title):
     for norm, term, typ in sorted(terms):
         if norm and norm not in rows:
             rows[norm] = (doc_id, norm, term, typ)
-    db.conn.execute("delete from gazetteer_terms where doc_id = ?", [doc_id])
-    db.conn.executemany(
-        "insert into gazetteer_terms (doc_id, norm, term, type) values (?, ?, ?, ?)",
-        list(rows.values()),
-    )
+    return doc_id, list(rows.values())
 
 
 def load_gazetteer(db, settings):
@@ -228,6 +233,8 @@ class _Extracted:
     candidates: list  # [(chunk, [candidate, ...]), ...]
     subject: object
     analyses: dict
+    fields: list  # per chunk, ``_mention_fields`` of each mention
+    subject_fields: tuple | None
 
 
 def _extract_document(document):
@@ -250,7 +257,9 @@ def _extract_document(document):
         for extract in _WORKER["relations"].values():
             found.extend(extract(chunk, mentions, context) or ())
         candidates.append((chunk, found))
-    return _Extracted(doc_id, chunks, per_chunk, candidates, subject, context.analyses())
+    fields = [[_mention_fields(m) for m in mentions] for _, mentions in per_chunk]
+    subject_fields = _mention_fields(subject) if subject is not None else None
+    return _Extracted(doc_id, chunks, per_chunk, candidates, subject, context.analyses(), fields, subject_fields)
 
 
 def _prepare_document(db, extracted, content_hash, extracted_before, context, linker, embedder, batch):
@@ -331,7 +340,7 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
     return _Prepared(
         doc_id, content_hash, extracted_before, chunks, per_chunk, subject, created, changed,
         reembed, entity_vectors, relations, keys, embeddable, fact_vectors, old_counts, counts,
-        gone, mention_count,
+        gone, mention_count, extracted,
     )
 
 
@@ -357,6 +366,7 @@ class _Prepared:
     counts: Counter
     gone: list
     mention_count: int
+    extracted: _Extracted
 
 
 class _Pinned:
@@ -455,9 +465,9 @@ def _plan(prepared):
     popularity.subtract(p.old_counts)
     mentions = []
     if p.subject is not None and p.chunks:
-        mentions.append(_mention_row(p.subject, p.doc_id, p.chunks[0].id))
-    for chunk, found in p.per_chunk:
-        mentions.extend(_mention_row(m, p.doc_id, chunk.id) for m in found)
+        mentions.append(_mention_row(p.subject, p.extracted.subject_fields, p.doc_id, p.chunks[0].id))
+    for (chunk, found), fields in zip(p.per_chunk, p.extracted.fields):
+        mentions.extend(_mention_row(m, f, p.doc_id, chunk.id) for m, f in zip(found, fields))
     relations = {}
     for key in p.keys:
         entry = p.relations[key]
@@ -621,18 +631,21 @@ def _features_json(features):
 _string = json.encoder.encode_basestring
 
 
-def _mention_row(m, doc_id, chunk_id):
+def _mention_fields(m):
+    """A mention's row without what linking decides (made where the mention is found)."""
     return (
-        m.entity.id if m.entity is not None else None,
-        doc_id,
-        chunk_id,
         m.start,
         m.end,
         m.surface,
         m.type,
         round(m.score, 4),
-        m.link_score,
         _features_json(m.features),
         m.snippet,
         f'{{"extractor": {_string(m.extractor)}, "name": {_string(m.name)}, "norm": {_string(m.norm)}}}',
     )
+
+
+def _mention_row(m, fields, doc_id, chunk_id):
+    start, end, surface, typ, score, features, snippet, meta = fields
+    entity_id = m.entity.id if m.entity is not None else None
+    return (entity_id, doc_id, chunk_id, start, end, surface, typ, score, m.link_score, features, snippet, meta)
