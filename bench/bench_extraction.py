@@ -3,6 +3,7 @@
     apt-get install -y python3.11-doc      # the corpus: /usr/share/doc/python3.11/html/_sources
     python bench/bench_extraction.py       # speed and quality
     python bench/bench_extraction.py --quality-only
+    python bench/bench_extraction.py --runs 3 --compare   # each run beside a one-process run
 
 Speed: every ``.rst.txt`` source becomes one document, cut into paragraph-aligned chunks of
 about 300 words and written straight into a fresh database (not timed); then
@@ -92,12 +93,28 @@ def largest_component_share(db):
     return max(sizes.values()) / len(parent) if parent else 0.0
 
 
-def bench_speed(runs, limit):
+def one_process_runs(files, runs):
+    """Seconds per run with ``workers=0``, for a side-by-side comparison."""
+    seconds = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = open_database(pathlib.Path(tmp) / "bench.db")
+            load_corpus(db, files)
+            start = time.perf_counter()
+            extract_and_link(db, workers=0)
+            seconds.append(time.perf_counter() - start)
+            db.close()
+    return seconds
+
+
+def bench_speed(runs, limit, compare):
     files = sorted(CORPUS.rglob("*.rst.txt"))[: limit or None]
     if not files:
         sys.exit(f"No corpus at {CORPUS}: apt-get install -y python3.11-doc")
-    timings, cpu, worker_cpu = [], [], []
+    timings, cpu, worker_cpu, single = [], [], [], []
     for run in range(runs):
+        if compare:
+            single.extend(one_process_runs(files, 1))
         with tempfile.TemporaryDirectory() as tmp:
             db = open_database(pathlib.Path(tmp) / "bench.db")
             words = load_corpus(db, files)
@@ -125,6 +142,14 @@ def bench_speed(runs, limit):
                     "select rel, count(*) from relations group by rel order by 2 desc"
                 ).fetchall()
     median = statistics.median(timings)
+    if compare:
+        ratios = [a / b for a, b in zip(single, timings)]
+        comparison = {
+            "one_process_seconds": [round(t, 2) for t in single],
+            "one_process_words_per_second": int(words / statistics.median(single)),
+            "speedup_per_run": [round(r, 2) for r in ratios],
+            "median_speedup": round(statistics.median(ratios), 2),
+        }
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     per_k = lambda n: round(n * 1000 / words, 1)  # noqa: E731
     return {
@@ -147,6 +172,7 @@ def bench_speed(runs, limit):
         "evidence_per_1000_words": per_k(counts["relation_evidence"]),
         "largest_component_share": round(share, 3),
         "relations_by_type": dict(by_rel),
+        **({"compared_with_one_process": comparison} if compare else {}),
     }
 
 
@@ -256,11 +282,15 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents")
     parser.add_argument("--quality-only", action="store_true")
+    parser.add_argument(
+        "--compare", action="store_true",
+        help="before each run, time one with workers=0 (everything in one process)",
+    )
     args = parser.parse_args()
     report = {"machine": machine()}
     report["quality"] = bench_quality()
     if not args.quality_only:
-        report["speed"] = bench_speed(args.runs, args.limit)
+        report["speed"] = bench_speed(args.runs, args.limit, args.compare)
     print(json.dumps(report, indent=2))
 
 
