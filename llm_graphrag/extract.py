@@ -117,7 +117,7 @@ class _Batch:
 
     def add(self, prepared):
         self.documents.append(prepared)
-        self.chunks += len(prepared.chunks)
+        self.chunks += len(prepared.extracted.chunks)
 
     def full(self):
         return self.chunks >= self.MAX_CHUNKS or len(self.documents) >= self.MAX_DOCUMENTS
@@ -125,12 +125,14 @@ class _Batch:
 
 def _flush(db, batch, linker, embedder):
     """Write the batch's documents in one transaction; returns the relation ids touched."""
-    plans = [_plan(prepared) for prepared in batch.documents]
     relation_ids = []
-    if plans:
+    if batch.documents:
         with db.atomic():
-            for plan in plans:
-                relation_ids.extend(_write(db, plan, embedder.encode))
+            for prepared in batch.documents:
+                relation_ids.extend(_write(db, prepared, embedder.encode))
+        for prepared in batch.documents:
+            for entity in prepared.changed:
+                entity.new = entity.changed = entity.reembed = False
     linker.unwritten.clear()
     return relation_ids
 
@@ -338,9 +340,8 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
     fact_vectors = {k: batch.fact_vectors[k] for k in keys if k in batch.fact_vectors}
     mention_count = sum(len(ms) for _, ms in per_chunk) + (1 if subject is not None and chunks else 0)
     return _Prepared(
-        doc_id, content_hash, extracted_before, chunks, per_chunk, subject, created, changed,
-        reembed, entity_vectors, relations, keys, embeddable, fact_vectors, old_counts, counts,
-        gone, mention_count, extracted,
+        extracted, content_hash, extracted_before, created, changed, reembed, entity_vectors,
+        relations, embeddable, fact_vectors, old_counts, counts, gone, mention_count,
     )
 
 
@@ -348,25 +349,20 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
 class _Prepared:
     """One document's extraction, linked and embedded, waiting for its transaction."""
 
-    doc_id: int
+    extracted: _Extracted
     content_hash: str
     extracted_before: bool
-    chunks: list
-    per_chunk: list
-    subject: object
     created: list
     changed: list
     reembed: list
     entity_vectors: object
-    relations: dict
-    keys: list
+    relations: dict  # (src_id, dst_id, rel) -> entry, see ``_add_relation``
     embeddable: set
     fact_vectors: dict
     old_counts: Counter
     counts: Counter
     gone: list
     mention_count: int
-    extracted: _Extracted
 
 
 class _Pinned:
@@ -436,81 +432,20 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass
-class _WritePlan:
-    """What ``_write`` stores for one document: rows only, no live objects, so another
-    thread can write it while this one links the next documents."""
-
-    doc_id: int
-    content_hash: str
-    extracted_before: bool
-    created: list  # entity rows to insert
-    updated: list  # entity rows to update
-    popularity: list  # (delta, entity id)
-    gone: list  # entity ids nothing mentions any more
-    mentions: list  # mention rows
-    entity_vectors: tuple  # (ids, vectors, texts)
-    keys: list  # relation keys in order
-    relations: dict  # key -> (weight, confidence, fact, chunk_id, evidence [(chunk_id, sentence, confidence, extractor)])
-    embeddable: set
-    fact_vectors: dict
-
-
-def _plan(prepared):
-    """Snapshot a prepared document's rows, then mark its entities as written."""
-    p = prepared
-    now = _now()
-    created_set = set(p.created)
-    popularity = Counter(p.counts)
-    popularity.subtract(p.old_counts)
-    mentions = []
-    if p.subject is not None and p.chunks:
-        mentions.append(_mention_row(p.subject, p.extracted.subject_fields, p.doc_id, p.chunks[0].id))
-    for (chunk, found), fields in zip(p.per_chunk, p.extracted.fields):
-        mentions.extend(_mention_row(m, f, p.doc_id, chunk.id) for m, f in zip(found, fields))
-    relations = {}
-    for key in p.keys:
-        entry = p.relations[key]
-        evidence = [
-            (chunk_id, sentence, confidence, extractor)
-            for (chunk_id, sentence), (confidence, extractor) in sorted(entry["evidence"].items())
-        ]
-        weight = round(sum(c for c, _ in entry["evidence"].values()), 4)
-        relations[key] = (weight, entry["confidence"], entry["fact"], entry["chunk_id"], evidence)
-    plan = _WritePlan(
-        p.doc_id, p.content_hash, p.extracted_before,
-        [
-            (e.id, e.type, e.name, e.norm, json.dumps(e.aliases), e.description, 0,
-             json.dumps({"defined": e.defined}), now)
-            for e in p.created
-        ],
-        [
-            (e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined}), e.id)
-            for e in p.changed if e not in created_set
-        ],
-        [(delta, entity_id) for entity_id, delta in sorted(popularity.items()) if delta],
-        list(p.gone),
-        mentions,
-        ([e.id for e in p.reembed], p.entity_vectors, [entity_text(e) for e in p.reembed]),
-        p.keys, relations, p.embeddable, p.fact_vectors,
-    )
-    for entity in p.changed:
-        entity.new = entity.changed = entity.reembed = False
-    return plan
-
-
-def _write(db, plan, encode):
-    """Store one document's plan: call inside a transaction. Returns its relation ids.
+def _write(db, prepared, encode):
+    """Store one prepared document: call inside a transaction. Returns its relation ids.
 
     ``encode(texts)`` embeds the facts of relations that lost all their evidence in this
-    very transaction (the document was extracted before), which planning could not know.
+    very transaction (the document was extracted before), which preparing could not know.
     """
     from .embeddings import write_embeddings
 
-    doc_id, keys, relations = plan.doc_id, plan.keys, plan.relations
+    p = prepared
+    extracted, relations = p.extracted, p.relations
+    doc_id, keys = extracted.doc_id, sorted(relations)
     conn = db.conn
     old_relations = []
-    if plan.extracted_before:
+    if p.extracted_before:
         # Previous extraction of this document: its mentions and evidence go (through the
         # indexed chunk_id: evidence of chunks replaced since has gone with them).
         in_doc = "chunk_id in (select id from chunks where doc_id = ?)"
@@ -519,39 +454,57 @@ def _write(db, plan, encode):
         ]
         conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
         conn.execute("delete from mentions where doc_id = ?", [doc_id])
+    now = _now()
     conn.executemany(
         "insert into entities (id, type, name, norm, aliases, description, popularity, meta, created_at) "
         "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        plan.created,
+        [
+            (e.id, e.type, e.name, e.norm, json.dumps(e.aliases), e.description, 0,
+             json.dumps({"defined": e.defined}), now)
+            for e in p.created
+        ],
     )
+    created = set(p.created)
     conn.executemany(
-        "update entities set type = ?, aliases = ?, description = ?, meta = ? where id = ?", plan.updated
+        "update entities set type = ?, aliases = ?, description = ?, meta = ? where id = ?",
+        [
+            (e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined}), e.id)
+            for e in p.changed if e not in created
+        ],
     )
-    conn.executemany("update entities set popularity = popularity + ? where id = ?", plan.popularity)
+    popularity = Counter(p.counts)
+    popularity.subtract(p.old_counts)
+    conn.executemany(
+        "update entities set popularity = popularity + ? where id = ?",
+        [(delta, entity_id) for entity_id, delta in sorted(popularity.items()) if delta],
+    )
     # Entities nothing mentions any more (the document changed) are deleted.
-    for entity_id in plan.gone:
+    for entity_id in p.gone:
         left = conn.execute("select popularity from entities where id = ?", [entity_id]).fetchone()
         if left is not None and left[0] <= 0:
             conn.execute("delete from entities where id = ?", [entity_id])
     conn.executemany(
         "insert into mentions (entity_id, doc_id, chunk_id, span_start, span_end, surface, type, "
         "score, link_score, features, snippet, meta) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        plan.mentions,
+        _mention_rows(extracted),
     )
-    entity_ids, entity_vectors, entity_texts = plan.entity_vectors
-    if entity_ids:
-        write_embeddings(db, "entities", entity_ids, entity_vectors, entity_texts)
+    if p.reembed:
+        write_embeddings(db, "entities", [e.id for e in p.reembed], p.entity_vectors, [entity_text(e) for e in p.reembed])
     # Upsert in bulk: existing relations gain weight, new ones are inserted in key order
     # (so they get the ids one upsert per key would have given them).
     existing = _relation_rows(conn, keys)
+    weights = {key: round(sum(c for c, _ in relations[key]["evidence"].values()), 4) for key in keys}
     conn.executemany(
         "update relations set weight = weight + ?, confidence = max(confidence, ?) where id = ?",
-        [(relations[key][0], relations[key][1], existing[key][0]) for key in keys if key in existing],
+        [(weights[key], relations[key]["confidence"], existing[key][0]) for key in keys if key in existing],
     )
     fresh = [key for key in keys if key not in existing]
     conn.executemany(
         "insert into relations (src_id, dst_id, rel, weight, confidence, fact, chunk_id) values (?, ?, ?, ?, ?, ?, ?)",
-        [(key[0], key[1], key[2], *relations[key][:4]) for key in fresh],
+        [
+            (key[0], key[1], key[2], weights[key], relations[key]["confidence"], relations[key]["fact"], relations[key]["chunk_id"])
+            for key in fresh
+        ],
     )
     existing.update(_relation_rows(conn, fresh))
     relation_ids = []
@@ -560,9 +513,9 @@ def _write(db, plan, encode):
     for key in keys:
         relation_id, evidence_count = existing[key]
         relation_ids.append(relation_id)
-        if evidence_count == 0 and key in plan.embeddable:
-            new_facts.append((relation_id, key, relations[key][2]))
-        for chunk_id, sentence, confidence, extractor in relations[key][4]:
+        if evidence_count == 0 and key in p.embeddable:
+            new_facts.append((relation_id, key, relations[key]["fact"]))
+        for (chunk_id, sentence), (confidence, extractor) in sorted(relations[key]["evidence"].items()):
             evidence_rows.append((relation_id, chunk_id, doc_id, sentence, confidence, extractor))
     conn.executemany(
         "insert into relation_evidence (relation_id, chunk_id, doc_id, sentence, confidence, extractor) "
@@ -570,7 +523,7 @@ def _write(db, plan, encode):
         evidence_rows,
     )
     if new_facts:
-        fact_vectors = plan.fact_vectors
+        fact_vectors = p.fact_vectors
         missing = [(key, fact) for _, key, fact in new_facts if key not in fact_vectors]
         if missing:
             fact_vectors = {**fact_vectors, **dict(zip([k for k, _ in missing], encode([f for _, f in missing])))}
@@ -578,7 +531,7 @@ def _write(db, plan, encode):
         write_embeddings(db, "facts", [r[0] for r in new_facts], vectors, [r[2] for r in new_facts])
     kept = set(relation_ids)
     _recompute(conn, [r for r in old_relations if r not in kept])
-    conn.execute("update docs set extracted_hash = ? where id = ?", [plan.content_hash, doc_id])
+    conn.execute("update docs set extracted_hash = ? where id = ?", [p.content_hash, doc_id])
     return relation_ids
 
 
@@ -643,6 +596,17 @@ def _mention_fields(m):
         m.snippet,
         f'{{"extractor": {_string(m.extractor)}, "name": {_string(m.name)}, "norm": {_string(m.norm)}}}',
     )
+
+
+def _mention_rows(extracted):
+    """The document's mention rows, in text order: fields from the worker, links from here."""
+    rows = []
+    doc_id, chunks = extracted.doc_id, extracted.chunks
+    if extracted.subject is not None and chunks:
+        rows.append(_mention_row(extracted.subject, extracted.subject_fields, doc_id, chunks[0].id))
+    for (chunk, found), fields in zip(extracted.per_chunk, extracted.fields):
+        rows.extend(_mention_row(m, f, doc_id, chunk.id) for m, f in zip(found, fields))
+    return rows
 
 
 def _mention_row(m, fields, doc_id, chunk_id):

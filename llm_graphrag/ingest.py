@@ -66,7 +66,7 @@ def ingest_docs(
     Unchanged files (same content hash) are skipped when ``skip_if_seen``; changed files
     replace their rows; ``prune`` deletes documents under the given folders whose files
     are gone. A file that cannot be loaded is reported in ``errors`` and leaves what is
-    already stored for it untouched. ``progress(path)`` is called once per file;
+    already stored for it untouched. ``progress(path)`` is called once per file.
     Files are loaded, de-duplicated and chunked in a second process while this one embeds
     and writes (``workers=0`` keeps everything here); ``workers`` is passed on to
     ``extract_and_link``.
@@ -95,10 +95,11 @@ def ingest_docs(
             result.chunks += len(chunks)
             result.doc_ids.append(doc_id)
 
-    def flush(last=False):
+    def flush():
         # Embed several files' chunks in one call, outside any transaction, in a thread:
         # while it runs, the batch before is written here, each file in its own short
         # transaction (SQLite and the tokenizer both let go of the interpreter lock).
+        # With nothing pending, this only writes the batch being embedded.
         nonlocal embedding
         batch = list(pending)
         pending.clear()
@@ -107,9 +108,6 @@ def ingest_docs(
             embedding = (encoder.submit(chunk_vectors, embedder, [c for _, cs in batch for c in cs]), batch)
         if previous is not None:
             write(previous[1], previous[0].result())
-        if last and embedding is not None:
-            write(embedding[1], embedding[0].result())
-            embedding = None
 
     encoder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphrag-embed")
     loader_state = (NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths])
@@ -132,7 +130,8 @@ def ingest_docs(
             pending.append((document, chunks))
             if sum(len(c) for _, c in pending) >= EMBED_BATCH:
                 flush()
-        flush(last=True)
+        flush()
+        flush()
     finally:
         encoder.shutdown(cancel_futures=True)
     if prune:
