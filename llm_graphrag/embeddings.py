@@ -99,20 +99,27 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
         """
         cache = self._word_ids
         words = [text.split() for text in texts]
-        missing = {word for text in words for word in text if word not in cache}
-        if len(cache) + len(missing) > WORD_CACHE_LIMIT:
-            cache.clear()
-            missing = {word for text in words for word in text}
+        # Look words up once into a local dict: another thread (Datasette's) may clear the
+        # shared cache meanwhile, which then costs a tokenizer call, never a KeyError.
+        known = {}
+        for word in {word for text in words for word in text}:
+            ids = cache.get(word)
+            if ids is not None:
+                known[word] = ids
+        missing = sorted({word for text in words for word in text} - known.keys())
         if missing:
-            missing = sorted(missing)
             unk = model.unk_token_id
-            for word, encoding in zip(missing, model.tokenizer.encode_batch_fast(missing, add_special_tokens=False)):
-                cache[word] = [i for i in encoding.ids if i != unk]
+            encodings = model.tokenizer.encode_batch_fast(missing, add_special_tokens=False)
+            new = {word: [i for i in e.ids if i != unk] for word, e in zip(missing, encodings)}
+            known.update(new)
+            if len(cache) + len(new) > WORD_CACHE_LIMIT:
+                cache.clear()
+            cache.update(new)
         ids, lengths = [], []
         for text in words:
             start = len(ids)
             for word in text:
-                ids.extend(cache[word])
+                ids.extend(known[word])
             lengths.append(len(ids) - start)
         lengths = np.array(lengths)
         out = np.zeros((len(texts), model.dim), dtype=np.float32)

@@ -207,17 +207,13 @@ _WORKER = {}
 
 
 def worker_count(workers, documents, settings):
-    """How many processes extract mentions: ``workers`` if given, else one per CPU for
-    runs of at least ``MIN_PARALLEL_DOCUMENTS`` documents, never while an LLM extracts
-    (its calls are the slow part, and they stay in one process)."""
-    if workers is not None:
-        return workers
-    if settings.llm_model or documents < MIN_PARALLEL_DOCUMENTS:
+    """How many processes extract mentions (``parallel.worker_count``), none by default
+    while an LLM extracts: its calls are the slow part, and they stay in one process."""
+    if workers is None and settings.llm_model:
         return 0
-    return parallel.default_workers()
+    return parallel.worker_count(workers, documents)
 
 
-MIN_PARALLEL_DOCUMENTS = 16
 EXTRACT_AHEAD = 48  # documents workers may run ahead of linking: big ones take a while
 
 

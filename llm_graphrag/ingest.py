@@ -111,8 +111,11 @@ def ingest_docs(
 
     encoder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphrag-embed")
     loader_state = (NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths])
+    # One loading process at most, so near-duplicates are found in file order; ``workers``
+    # other than 0 sizes extraction, not loading.
+    loaders = 0 if workers == 0 else parallel.worker_count(None, len(files), most=1)
     prepared = parallel.ordered_map(
-        _prepare_file, files, _loader_processes(workers, len(files)),
+        _prepare_file, files, loaders,
         initializer=_start_loader, initargs=loader_state, ahead=LOAD_AHEAD,
     )
     try:
@@ -144,18 +147,9 @@ def ingest_docs(
     return result
 
 
-MIN_PARALLEL_FILES = 16
 LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedding batch
 # The loading stage's state (one process, so near-duplicates are found in file order).
 _LOADER = {}
-
-
-def _loader_processes(workers, files):
-    """One process loads, de-duplicates and chunks while this one embeds and writes,
-    unless ``workers`` is 0, processes cannot be forked here, or the run is small."""
-    if workers == 0 or files < MIN_PARALLEL_FILES:
-        return 0
-    return min(1, parallel.default_workers())
 
 
 def _start_loader(duplicates, skip_if_seen, known, paths):

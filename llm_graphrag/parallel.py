@@ -20,6 +20,20 @@ def default_workers():
     return os.cpu_count() or 1
 
 
+MIN_ITEMS = 16  # below this many documents or files, forking costs more than it saves
+
+
+def worker_count(workers, items, most=None):
+    """Processes for a run of ``items``: ``workers`` when given, else one per CPU (at
+    most ``most``) for runs of at least ``MIN_ITEMS``, else none."""
+    if workers is not None:
+        return workers if most is None else min(workers, most)
+    if items < MIN_ITEMS:
+        return 0
+    found = default_workers()
+    return found if most is None else min(found, most)
+
+
 def ordered_map(function, items, workers, *, initializer=None, initargs=(), ahead=None):
     """Yield ``function(item)`` for each item, in order.
 

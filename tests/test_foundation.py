@@ -271,12 +271,11 @@ def test_chunk_vectors_weight_the_prelude():
 
 
 def test_loading_process_and_one_process_store_the_same_rows(tmp_path, user_path, monkeypatch):
-    """Past MIN_PARALLEL_FILES a second process loads files: same rows, same errors,
+    """From parallel.MIN_ITEMS files on, a second process loads files: same rows, same errors,
     near-duplicates found across files in file order, as with --workers 0."""
     import shutil
 
     from llm_graphrag import parallel
-    from llm_graphrag.ingest import MIN_PARALLEL_FILES
 
     processes = []
     ordered_map = parallel.ordered_map
@@ -293,7 +292,7 @@ def test_loading_process_and_one_process_store_the_same_rows(tmp_path, user_path
     (folder / "zz-a.md").write_text(f"# A\n\n{repeated}\n")
     (folder / "zz-b.md").write_text(f"# B\n\n{repeated}\n")
     (folder / "zz-binary.md").write_bytes(b"\x00\x01\x02PNG\x00")
-    assert len(list(folder.rglob("*.*"))) > MIN_PARALLEL_FILES
+    assert len(list(folder.rglob("*.*"))) > parallel.MIN_ITEMS
     outputs, rows = [], []
     for workers in ("0", "2"):
         path = str(tmp_path / f"workers{workers}.db")
@@ -310,3 +309,18 @@ def test_loading_process_and_one_process_store_the_same_rows(tmp_path, user_path
     assert [e["path"].rsplit("/", 1)[1] for e in outputs[0]["errors"]] == ["zz-binary.md"]
     assert outputs[1] == outputs[0]
     assert rows[1] == rows[0]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["extract", "--workers", "-1"], "Invalid value for '--workers': -1 is not in the range x>=0."),
+        (["ingest", "corpus", "--workers", "two"], "Invalid value for '--workers': 'two' is not a valid integer range."),
+    ],
+)
+def test_bad_workers_option_is_refused_before_anything_is_written(tmp_path, user_path, args, message):
+    path = tmp_path / "g.db"
+    result = run(["graphrag", *args, "-d", str(path)])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == f"Error: {message}"
+    assert not path.exists()

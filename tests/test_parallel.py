@@ -48,3 +48,16 @@ def test_no_workers_are_forked_from_a_thread():
     thread.join()
     assert found == [0]
     assert parallel.default_workers() >= 1
+
+
+def test_worker_count(monkeypatch):
+    monkeypatch.setattr(parallel, "default_workers", lambda: 4)
+    small, large = parallel.MIN_ITEMS - 1, parallel.MIN_ITEMS
+    assert [
+        parallel.worker_count(None, small),
+        parallel.worker_count(None, large),
+        parallel.worker_count(None, large, most=1),
+        parallel.worker_count(0, large),
+        parallel.worker_count(3, small),
+        parallel.worker_count(3, small, most=1),
+    ] == [0, 4, 1, 0, 3, 1]
