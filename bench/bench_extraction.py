@@ -93,17 +93,15 @@ def largest_component_share(db):
     return max(sizes.values()) / len(parent) if parent else 0.0
 
 
-def one_process_runs(files, runs):
-    """Seconds per run with ``workers=0``, for a side-by-side comparison."""
-    seconds = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            db = open_database(pathlib.Path(tmp) / "bench.db")
-            load_corpus(db, files)
-            start = time.perf_counter()
-            extract_and_link(db, workers=0)
-            seconds.append(time.perf_counter() - start)
-            db.close()
+def one_process_seconds(files):
+    """Seconds of one run with ``workers=0``, for a side-by-side comparison."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_database(pathlib.Path(tmp) / "bench.db")
+        load_corpus(db, files)
+        start = time.perf_counter()
+        extract_and_link(db, workers=0)
+        seconds = time.perf_counter() - start
+        db.close()
     return seconds
 
 
@@ -114,7 +112,7 @@ def bench_speed(runs, limit, compare):
     timings, cpu, worker_cpu, single = [], [], [], []
     for run in range(runs):
         if compare:
-            single.extend(one_process_runs(files, 1))
+            single.append(one_process_seconds(files))
         with tempfile.TemporaryDirectory() as tmp:
             db = open_database(pathlib.Path(tmp) / "bench.db")
             words = load_corpus(db, files)
