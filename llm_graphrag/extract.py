@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from .extraction import (
 )
 from .linking import Linker, entity_text
 from .relations import SYMMETRIC, RelationCandidate, fact_text
-from .schema import get_setting
+from .schema import full_text_deferred, get_setting, restore_full_text
 
 EXTRACTOR_VERSION = "1"
 # After an entity's first mention in a sentence: does the sentence define it? (match() anchors)
@@ -51,15 +52,37 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     writes (default: one per CPU when the run is large enough, see ``worker_count``; 0
     does everything here). Returns ``{"mentions": N, "entities_new": N, "relations": N}``.
     """
+    restore_full_text(db)  # a bulk run that died midway left the indexes behind
     settings = load_settings(db)
     pending = _pending(db, doc_ids, force)
-    totals = {"mentions": 0, "entities_new": 0, "relations": 0}
     if not pending:
-        return totals
+        return {"mentions": 0, "entities_new": 0, "relations": 0}
+    if len(pending) < max(parallel.MIN_ITEMS, _extracted_count(db)):
+        return _extract(db, pending, settings, progress, workers)
+    with full_text_deferred(db, FULL_TEXT_DEFERRED):
+        return _extract(db, pending, settings, progress, workers)
+
+
+# Tables whose full-text triggers a bulk run (at least as many documents as were
+# extracted before) suspends, indexing them once at the end instead.
+FULL_TEXT_DEFERRED = ("entities", "relations")
+
+
+def _extracted_count(db):
+    return db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
+
+
+def _extract(db, pending, settings, progress, workers):
+    """``extract_and_link`` of the ``pending`` documents (see ``_pending``)."""
+    totals = {"mentions": 0, "entities_new": 0, "relations": 0}
     from .embeddings import embedder_for
 
     embedder = embedder_for(db)
     workers = worker_count(workers, len(pending), settings)
+    if workers:
+        # The tokenizer's own thread pool would compete with the workers for the same
+        # cores: every small embedding call here then waits for a busy core.
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # Pass one: salient terms, in a single transaction (one commit, not one per document).
     texts = (
         (doc_id, title, [c for (c,) in db.execute("select content from chunks where doc_id = ? order by seq", [doc_id])])

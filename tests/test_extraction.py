@@ -1,4 +1,5 @@
 import pathlib
+import re
 
 import pytest
 
@@ -484,3 +485,86 @@ def test_worker_processes_extract_exactly_what_one_process_does(tmp_path):
     assert graphs[0][0]["relations"] > 500
     assert graphs[1] == graphs[0]
 
+
+
+def _sample_db(path):
+    from llm_graphrag.ingest import ingest_docs
+
+    db = open_database(path)
+    ingest_docs(db, [str(pathlib.Path(__file__).parent.parent / "sample-corpus")], extract=False)
+    return db
+
+
+def _full_text_state(db):
+    """The full-text triggers, and what each word of the facts and names finds."""
+    triggers = db.execute(
+        "select name, sql from sqlite_master where type = 'trigger' and tbl_name in ('entities', 'relations') "
+        "and name glob '*_a[diu]' order by name"
+    ).fetchall()
+    words = sorted({w for (fact,) in db.execute("select fact from relations") for w in re.findall(r"[a-z]{4,}", fact.lower())})
+    found = {}
+    for table in ("entities", "relations"):
+        for word in words[::7]:
+            found[table, word] = [r for (r,) in db.execute(f"select rowid from {table}_fts where {table}_fts match ? order by rowid", [word])]
+    return triggers, found
+
+
+def test_bulk_extraction_indexes_full_text_once_with_the_same_result(tmp_path, monkeypatch):
+    """A bulk run suspends the entity and relation full-text triggers and rebuilds the
+    indexes at the end: triggers and search results come out as with row-by-row indexing."""
+    from llm_graphrag import extract, schema
+
+    suspended = []
+    monkeypatch.setattr(schema, "suspend_full_text", lambda db, tables, real=schema.suspend_full_text: (suspended.append(tables), real(db, tables)))
+    deferred = _sample_db(tmp_path / "deferred.db")
+    triggers_before = _full_text_state(deferred)[0]
+    extract_and_link(deferred, workers=0)
+    assert suspended == [("entities", "relations")]
+    monkeypatch.setattr(extract, "FULL_TEXT_DEFERRED", ())
+    row_by_row = _sample_db(tmp_path / "row_by_row.db")
+    extract_and_link(row_by_row, workers=0)
+    state = _full_text_state(deferred)
+    assert state[0] == triggers_before and len(state[0]) == 6
+    assert state == _full_text_state(row_by_row)
+    assert sum(len(ids) for ids in state[1].values()) > 100
+    assert deferred.execute("select count(*) from graphrag_settings where key = 'fts_deferred'").fetchone() == (0,)
+
+
+def test_a_failed_bulk_run_leaves_full_text_indexed(tmp_path, monkeypatch):
+    from llm_graphrag import extract
+
+    db = _sample_db(tmp_path / "graphrag.db")
+    calls = []
+    real_write = extract._write
+
+    def failing_write(*args):
+        calls.append(1)
+        if len(calls) == 36:  # the last document: earlier batches were committed
+            raise RuntimeError("disk full")
+        return real_write(*args)
+
+    monkeypatch.setattr(extract, "_write", failing_write)
+    with pytest.raises(RuntimeError):
+        extract_and_link(db, workers=0)
+    triggers, found = _full_text_state(db)
+    assert len(triggers) == 6
+    rows = db.execute("select id, fact from relations").fetchall()
+    assert len(rows) > 50  # the batches committed before the failure stay
+    for relation_id, fact in rows[::10]:
+        word = re.findall(r"[A-Za-z]{4,}", fact)[0]
+        assert relation_id in [r for (r,) in db.execute("select rowid from relations_fts where relations_fts match ?", [word])]
+
+
+def test_the_next_run_mends_full_text_a_killed_run_left_suspended(tmp_path):
+    from llm_graphrag.schema import suspend_full_text
+
+    db = _sample_db(tmp_path / "graphrag.db")
+    extract_and_link(db, workers=0)
+    triggers = _full_text_state(db)[0]
+    suspend_full_text(db, ("entities", "relations"))  # as a run killed midway leaves it
+    db.execute("insert into entities (type, name, norm) values ('name', 'Quillwort', 'quillwort')")
+    db.conn.commit()
+    assert _full_text_state(db)[0] == []
+    assert extract_and_link(db) == {"mentions": 0, "entities_new": 0, "relations": 0}
+    assert _full_text_state(db)[0] == triggers
+    assert db.execute("select name from entities_fts where entities_fts match 'quillwort'").fetchall() == [("Quillwort",)]
