@@ -38,7 +38,9 @@ def load_static_model(path):
     return StaticModel.from_pretrained(str(folder), quantize_to="float32")
 
 
-SHORT_TEXT = 256  # characters: texts up to this long are tokenized word by word
+# Characters: ASCII texts up to this long are tokenized word by word. An ASCII token
+# covers at least one character, so they stay within model2vec's 512-token truncation.
+SHORT_TEXT = 512
 WORD_CACHE_LIMIT = 200_000  # words whose token ids are kept, per model
 _WORD_IDS = {}
 
@@ -126,7 +128,7 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
         filled = lengths > 0
         if ids:
             offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[filled]
-            sums = np.add.reduceat(model.embedding[np.array(ids)].astype(np.float32), offsets, axis=0)
+            sums = np.add.reduceat(model.embedding[np.array(ids)].astype(np.float32, copy=False), offsets, axis=0)
             out[filled] = sums / lengths[filled, None]
         return out
 

@@ -9,6 +9,7 @@ same extractor version is skipped, so running it again changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -57,9 +58,10 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     pending = _pending(db, doc_ids, force)
     if not pending:
         return {"mentions": 0, "entities_new": 0, "relations": 0}
-    if len(pending) < max(parallel.MIN_ITEMS, _extracted_count(db)):
-        return _extract(db, pending, settings, progress, workers)
-    with full_text_deferred(db, FULL_TEXT_DEFERRED):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(parallel.gc_paused())
+        if len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)):
+            stack.enter_context(full_text_deferred(db, FULL_TEXT_DEFERRED))
         return _extract(db, pending, settings, progress, workers)
 
 

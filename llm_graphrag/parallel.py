@@ -5,6 +5,8 @@ part runs in forked worker processes while the calling process links and writes.
 """
 
 import collections
+import contextlib
+import gc
 import multiprocessing
 import os
 import threading
@@ -62,3 +64,23 @@ def ordered_map(function, items, workers, *, initializer=None, initargs=(), ahea
         finally:
             for future in pending:
                 future.cancel()
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Automatic garbage collection off in this process and the workers it forks meanwhile.
+
+    A bulk run keeps millions of small objects alive until it ends (entities, their
+    indexes, caches), and each automatic collection walked them again: a third of the
+    run's CPU. Almost everything is freed by reference counting; the few reference
+    cycles made meanwhile (hundreds of objects per million words) are collected at the end.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()

@@ -19,14 +19,17 @@ ODD = [
     "\x01control\x02characters",
     "a" * 150 + " a word longer than the tokenizer's 100 characters",
     "Python 3.11.7, RFC 7159, uuid4()",
-    "long " * 60,  # over SHORT_TEXT: model2vec's own path
+    "long " * 60,
+    "longer " * 100,  # over SHORT_TEXT: model2vec's own path
+    "x" * 511,
+    "!" * 512,  # a token per character, just within model2vec's 512-token truncation
 ]
 
 
 def _texts():
     lines = []
     for path in sorted(SAMPLE.rglob("*.*")):
-        lines.extend(line[:300] for line in path.read_text().splitlines() if line.strip())
+        lines.extend(line[:600] for line in path.read_text().splitlines() if line.strip())
     return lines + ODD
 
 
