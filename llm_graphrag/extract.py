@@ -100,6 +100,7 @@ def _extract(db, pending, settings, progress, workers):
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
+    known = _KnownRelations(db)
     batch = _Batch()
     documents = ((doc_id, title, _chunks(db, doc_id, title, path)) for doc_id, path, title, _, _ in pending)
     extracted_documents = parallel.ordered_map(
@@ -112,15 +113,15 @@ def _extract(db, pending, settings, progress, workers):
         if progress:
             progress(path)
         prepared = _prepare_document(
-            db, extracted, content_hash, extracted_before, context, linker, embedder, batch,
+            db, extracted, content_hash, extracted_before, context, linker, embedder, batch, known,
         )
         batch.add(prepared)
         totals["mentions"] += prepared.mention_count
         totals["entities_new"] += len(prepared.created)
         if batch.full():
-            touched.update(_flush(db, batch, linker, embedder))
+            touched.update(_flush(db, batch, linker, embedder, known))
             batch = _Batch()
-    touched.update(_flush(db, batch, linker, embedder))
+    touched.update(_flush(db, batch, linker, embedder, known))
     totals["relations"] = len(touched)
     return totals
 
@@ -148,13 +149,13 @@ class _Batch:
         return self.chunks >= self.MAX_CHUNKS or len(self.documents) >= self.MAX_DOCUMENTS
 
 
-def _flush(db, batch, linker, embedder):
+def _flush(db, batch, linker, embedder, known):
     """Write the batch's documents in one transaction; returns the relation ids touched."""
     relation_ids = []
     if batch.documents:
         with db.atomic():
             for prepared in batch.documents:
-                relation_ids.extend(_write(db, prepared, embedder.encode))
+                relation_ids.extend(_write(db, prepared, embedder.encode, known))
         for prepared in batch.documents:
             for entity in prepared.changed:
                 entity.new = entity.changed = entity.reembed = False
@@ -285,7 +286,7 @@ def _extract_document(document):
     return _Extracted(doc_id, chunks, per_chunk, candidates, subject, context.analyses(), fields, subject_fields)
 
 
-def _prepare_document(db, extracted, content_hash, extracted_before, context, linker, embedder, batch):
+def _prepare_document(db, extracted, content_hash, extracted_before, context, linker, embedder, batch, known):
     """Link and embed one extracted document in memory; ``_write`` stores the result."""
     doc_id, chunks, per_chunk, subject = extracted.doc_id, extracted.chunks, extracted.per_chunk, extracted.subject
     context.adopt(extracted.analyses)
@@ -353,7 +354,7 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
     # Only a relation that is new gets a fact vector: skip those already stored or embedded
     # earlier in the batch (one that turns out new after all is embedded inside the
     # transaction, see ``_write``).
-    stored = _relation_rows(db.conn, keys)
+    stored = known.stored(db.conn, keys)
     embeddable = {k for k in keys if k[2] != "related_to" or context.settings.embed_related_facts}
     embedded = [k for k in keys if k in embeddable and k not in stored and k not in batch.fact_vectors]
     if embedded:
@@ -453,7 +454,7 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(db, prepared, encode):
+def _write(db, prepared, encode, known):
     """Store one prepared document: call inside a transaction. Returns its relation ids.
 
     ``encode(texts)`` embeds the facts of relations that lost all their evidence in this
@@ -513,21 +514,21 @@ def _write(db, prepared, encode):
         write_embeddings(db, "entities", [e.id for e in p.reembed], p.entity_vectors, [entity_text(e) for e in p.reembed])
     # Upsert in bulk: existing relations gain weight, new ones are inserted in key order
     # (so they get the ids one upsert per key would have given them).
-    existing = _relation_rows(conn, keys)
+    existing = known.stored(conn, keys)
     weights = {key: round(sum(c for c, _ in relations[key]["evidence"].values()), 4) for key in keys}
     conn.executemany(
         "update relations set weight = weight + ?, confidence = max(confidence, ?) where id = ?",
         [(weights[key], relations[key]["confidence"], existing[key][0]) for key in keys if key in existing],
     )
-    fresh = [key for key in keys if key not in existing]
+    fresh = {key: known.add(key) for key in keys if key not in existing}
     conn.executemany(
-        "insert into relations (src_id, dst_id, rel, weight, confidence, fact, chunk_id) values (?, ?, ?, ?, ?, ?, ?)",
+        "insert into relations (id, src_id, dst_id, rel, weight, confidence, fact, chunk_id) values (?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (key[0], key[1], key[2], weights[key], relations[key]["confidence"], relations[key]["fact"], relations[key]["chunk_id"])
-            for key in fresh
+            (relation_id, key[0], key[1], key[2], weights[key], relations[key]["confidence"], relations[key]["fact"], relations[key]["chunk_id"])
+            for key, relation_id in fresh.items()
         ],
     )
-    existing.update(_relation_rows(conn, fresh))
+    existing.update((key, (relation_id, 0)) for key, relation_id in fresh.items())
     relation_ids = []
     new_facts = []
     evidence_rows = []
@@ -554,6 +555,33 @@ def _write(db, prepared, encode):
     _recompute(conn, [r for r in old_relations if r not in kept])
     conn.execute("update docs set extracted_hash = ? where id = ?", [p.content_hash, doc_id])
     return relation_ids
+
+
+class _KnownRelations:
+    """The relations this run has written, so that only older ones are looked up.
+
+    Ids are given here, in key order within each document, as SQLite would give them
+    (the linker gives entity ids the same way). Relations written by this run keep
+    evidence until it ends: only a document's earlier extraction is ever taken back.
+    """
+
+    def __init__(self, db):
+        self.older = db.execute("select coalesce(max(id), 0) from relations").fetchone()[0]
+        self.next_id = self.older + 1
+        self.ids = {}  # (src_id, dst_id, rel) -> id, of the relations this run wrote
+
+    def add(self, key):
+        self.ids[key] = relation_id = self.next_id
+        self.next_id += 1
+        return relation_id
+
+    def stored(self, conn, keys):
+        """``{key: (id, evidence_count)}`` of the stored relations among ``keys``;
+        ``evidence_count`` is only told apart as zero or not for this run's."""
+        found = {key: (self.ids[key], 1) for key in keys if key in self.ids}
+        if self.older:
+            found.update(_relation_rows(conn, [key for key in keys if key not in found]))
+        return found
 
 
 def _relation_rows(conn, keys, size=300):
