@@ -61,3 +61,34 @@ def test_worker_count(monkeypatch):
         parallel.worker_count(3, small),
         parallel.worker_count(3, small, most=1),
     ] == [0, 4, 1, 0, 3, 1]
+
+
+def test_gc_paused_turns_collection_back_on_and_frees_cycles():
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with parallel.gc_paused():
+        assert not gc.isenabled()
+        node = Node()
+        node.self = node
+        alive = weakref.ref(node)
+        del node
+        assert alive() is not None  # a cycle: only the collector frees it
+    assert gc.isenabled()
+    assert alive() is None
+
+
+def test_gc_paused_leaves_collection_off_when_it_was_off():
+    import gc
+
+    gc.disable()
+    try:
+        with parallel.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
