@@ -117,19 +117,19 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
             if len(cache) + len(new) > WORD_CACHE_LIMIT:
                 cache.clear()
             cache.update(new)
-        ids, lengths = [], []
+        ids, spans = [], []
         for text in words:
             start = len(ids)
             for word in text:
                 ids.extend(known[word])
-            lengths.append(len(ids) - start)
-        lengths = np.array(lengths)
+            spans.append((start, len(ids)))
         out = np.zeros((len(texts), model.dim), dtype=np.float32)
-        filled = lengths > 0
         if ids:
-            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[filled]
-            sums = np.add.reduceat(model.embedding[np.array(ids)].astype(np.float32, copy=False), offsets, axis=0)
-            out[filled] = sums / lengths[filled, None]
+            vectors = model.embedding[np.array(ids)].astype(np.float32, copy=False)
+            # A slice's mean per text: several times faster than np.add.reduceat on rows.
+            for row, (start, end) in enumerate(spans):
+                if end > start:
+                    out[row] = vectors[start:end].mean(axis=0)
         return out
 
     @property

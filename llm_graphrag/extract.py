@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import json
 import os
 import re
@@ -101,27 +102,29 @@ def _extract(db, pending, settings, progress, workers):
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
     known = _KnownRelations(db)
-    batch = _Batch()
-    documents = ((doc_id, title, _chunks(db, doc_id, title, path)) for doc_id, path, title, _, _ in pending)
-    extracted_documents = parallel.ordered_map(
-        _extract_document, documents, workers,
-        initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
-        ahead=EXTRACT_AHEAD,
-    )
-    touched = set()
-    for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
-        if progress:
-            progress(path)
-        prepared = _prepare_document(
-            db, extracted, content_hash, extracted_before, context, linker, embedder, batch, known,
+    # Entity and fact vectors are computed in a process of their own while this one links.
+    with parallel.SideProcess(bool(workers), _start_embedder, (embedder,)) as embed:
+        batch = _Batch()
+        documents = ((doc_id, title, _chunks(db, doc_id, title, path)) for doc_id, path, title, _, _ in pending)
+        extracted_documents = parallel.ordered_map(
+            _extract_document, documents, workers,
+            initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
+            ahead=EXTRACT_AHEAD,
         )
-        batch.add(prepared)
-        totals["mentions"] += prepared.mention_count
-        totals["entities_new"] += len(prepared.created)
-        if batch.full():
-            touched.update(_flush(db, batch, linker, embedder, known))
-            batch = _Batch()
-    touched.update(_flush(db, batch, linker, embedder, known))
+        touched = set()
+        for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
+            if progress:
+                progress(path)
+            prepared = _prepare_document(
+                db, extracted, content_hash, extracted_before, context, linker, embed, batch, known,
+            )
+            batch.add(prepared)
+            totals["mentions"] += prepared.mention_count
+            totals["entities_new"] += len(prepared.created)
+            if batch.full():
+                touched.update(_flush(db, batch, linker, embedder, known))
+                batch = _Batch()
+        touched.update(_flush(db, batch, linker, embedder, known))
     totals["relations"] = len(touched)
     return totals
 
@@ -139,7 +142,7 @@ class _Batch:
     def __init__(self):
         self.documents = []
         self.chunks = 0
-        self.fact_vectors = {}  # relation key -> vector, so one batch embeds each fact once
+        self.fact_vectors = {}  # relation key -> its vector (a call), so a batch embeds each fact once
 
     def add(self, prepared):
         self.documents.append(prepared)
@@ -230,6 +233,19 @@ def _context_tokens(chunk):
 
 # The extraction state of a worker process, set once when it starts.
 _WORKER = {}
+_EMBEDDER = {}  # the model of the process that computes entity and fact vectors
+
+
+def _start_embedder(embedder):
+    _EMBEDDER["model"] = embedder
+
+
+def _encode(texts):
+    return _EMBEDDER["model"].encode(texts)
+
+
+def _vector_row(job, row):
+    return job.result()[row]
 
 
 def worker_count(workers, documents, settings):
@@ -286,7 +302,7 @@ def _extract_document(document):
     return _Extracted(doc_id, chunks, per_chunk, candidates, subject, context.analyses(), fields, subject_fields)
 
 
-def _prepare_document(db, extracted, content_hash, extracted_before, context, linker, embedder, batch, known):
+def _prepare_document(db, extracted, content_hash, extracted_before, context, linker, embed, batch, known):
     """Link and embed one extracted document in memory; ``_write`` stores the result."""
     doc_id, chunks, per_chunk, subject = extracted.doc_id, extracted.chunks, extracted.per_chunk, extracted.subject
     context.adopt(extracted.analyses)
@@ -345,10 +361,9 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
     # Embeddings outside the transaction, for new entities and changed descriptions.
     changed = sorted(set(created) | {m.entity for _, m in ordered if m.entity.changed}, key=lambda e: e.id)
     reembed = [e for e in changed if e.new or e.reembed]
-    entity_vectors = embedder.encode([entity_text(e) for e in reembed]) if reembed else []
-    for entity, vector in zip(reembed, entity_vectors):
-        entity.vector = vector
-    for entity in reembed:
+    entity_vectors = embed.submit(_encode, [entity_text(e) for e in reembed]) if reembed else None
+    for row, entity in enumerate(reembed):
+        entity.vector, entity.pending_vector = None, functools.partial(_vector_row, entity_vectors, row)
         linker.unwritten[entity.id] = entity
     keys = sorted(relations)
     # Only a relation that is new gets a fact vector: skip those already stored or embedded
@@ -358,7 +373,8 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
     embeddable = {k for k in keys if k[2] != "related_to" or context.settings.embed_related_facts}
     embedded = [k for k in keys if k in embeddable and k not in stored and k not in batch.fact_vectors]
     if embedded:
-        batch.fact_vectors.update(zip(embedded, embedder.encode([relations[k]["fact"] for k in embedded])))
+        job = embed.submit(_encode, [relations[k]["fact"] for k in embedded])
+        batch.fact_vectors.update((k, functools.partial(_vector_row, job, row)) for row, k in enumerate(embedded))
     fact_vectors = {k: batch.fact_vectors[k] for k in keys if k in batch.fact_vectors}
     mention_count = sum(len(ms) for _, ms in per_chunk) + (1 if subject is not None and chunks else 0)
     return _Prepared(
@@ -511,7 +527,7 @@ def _write(db, prepared, encode, known):
         _mention_rows(extracted),
     )
     if p.reembed:
-        write_embeddings(db, "entities", [e.id for e in p.reembed], p.entity_vectors, [entity_text(e) for e in p.reembed])
+        write_embeddings(db, "entities", [e.id for e in p.reembed], p.entity_vectors.result(), [entity_text(e) for e in p.reembed])
     # Upsert in bulk: existing relations gain weight, new ones are inserted in key order
     # (so they get the ids one upsert per key would have given them).
     existing = known.stored(conn, keys)
@@ -545,10 +561,10 @@ def _write(db, prepared, encode, known):
         evidence_rows,
     )
     if new_facts:
-        fact_vectors = p.fact_vectors
+        fact_vectors = {key: vector() for key, vector in p.fact_vectors.items()}
         missing = [(key, fact) for _, key, fact in new_facts if key not in fact_vectors]
         if missing:
-            fact_vectors = {**fact_vectors, **dict(zip([k for k, _ in missing], encode([f for _, f in missing])))}
+            fact_vectors.update(zip([k for k, _ in missing], encode([f for _, f in missing])))
         vectors = [fact_vectors[key] for _, key, _ in new_facts]
         write_embeddings(db, "facts", [r[0] for r in new_facts], vectors, [r[2] for r in new_facts])
     kept = set(relation_ids)

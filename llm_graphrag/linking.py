@@ -42,6 +42,7 @@ class Entity:
     changed: bool = False
     reembed: bool = False
     vector: object = None
+    pending_vector: object = None  # called for the vector while it is computed elsewhere
 
     @property
     def tokens(self):
@@ -218,8 +219,8 @@ class Linker:
             return []
         hits = {entity_id: similarity for entity_id, similarity in self.vector_search(vector, 3)}
         for entity in self.unwritten.values():
-            if entity.vector is not None:
-                hits[entity.id] = float(np.dot(vector, entity.vector))
+            if entity.vector is not None or entity.pending_vector is not None:
+                hits[entity.id] = float(np.dot(vector, self.entity_vector(entity)))
         found = []
         for entity_id, similarity in sorted(hits.items(), key=lambda h: (-h[1], h[0]))[:3]:
             entity = self.entities.get(entity_id)
@@ -292,6 +293,8 @@ class Linker:
         )
 
     def entity_vector(self, entity):
+        if entity.vector is None and entity.pending_vector is not None:
+            entity.vector, entity.pending_vector = entity.pending_vector(), None
         if entity.vector is None and not entity.new and self.vector_loader is not None:
             entity.vector = self.vector_loader(entity.id)
         if entity.vector is None and self.embedder is not None:

@@ -66,6 +66,43 @@ def ordered_map(function, items, workers, *, initializer=None, initargs=(), ahea
                 future.cancel()
 
 
+class _Done:
+    """A result computed at once, read like a future's."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+class SideProcess:
+    """One forked process for calls whose results are collected later (``submit(fn,
+    *args).result()``), so the caller goes on meanwhile. Without it (``enabled`` false)
+    each call runs at once, here, after ``initializer(*initargs)``. A context manager."""
+
+    def __init__(self, enabled, initializer=None, initargs=()):
+        self.pool = None
+        if enabled:
+            context = multiprocessing.get_context("fork")
+            self.pool = ProcessPoolExecutor(1, mp_context=context, initializer=initializer, initargs=initargs)
+            self.pool.submit(int).result()  # fork now, before the caller starts any threads
+        elif initializer is not None:
+            initializer(*initargs)
+
+    def submit(self, function, *args):
+        if self.pool is None:
+            return _Done(function(*args))
+        return self.pool.submit(function, *args)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
 @contextlib.contextmanager
 def gc_paused():
     """Automatic garbage collection off in this process and the workers it forks meanwhile.

@@ -92,3 +92,19 @@ def test_gc_paused_leaves_collection_off_when_it_was_off():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def offset_square(n):
+    return n * n + STATE["offset"]
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_side_process_runs_calls_after_its_initializer(enabled):
+    STATE.clear()
+    with parallel.SideProcess(enabled, remember, (100,)) as side:
+        jobs = [side.submit(offset_square, n) for n in range(5)]
+        assert [job.result() for job in jobs] == [100, 101, 104, 109, 116]
+        with pytest.raises(ValueError, match="unlucky"):
+            side.submit(square, 13).result()
+    # The initializer ran here only when there was no process to run it in.
+    assert STATE == ({} if enabled else {"offset": 100})
