@@ -272,9 +272,10 @@ class _Extracted:
     per_chunk: list  # [(chunk, [mention, ...]), ...]
     candidates: list  # [(chunk, [candidate, ...]), ...]
     subject: object
-    analyses: dict
     fields: list  # per chunk, ``_mention_fields`` of each mention
     subject_fields: tuple | None
+    sentences: dict  # chunk id -> sentence spans
+    defining: set  # (chunk id, start, end) of mentions whose sentence defines them
 
 
 def _extract_document(document):
@@ -299,13 +300,21 @@ def _extract_document(document):
         candidates.append((chunk, found))
     fields = [[_mention_fields(m) for m in mentions] for _, mentions in per_chunk]
     subject_fields = _mention_fields(subject) if subject is not None else None
-    return _Extracted(doc_id, chunks, per_chunk, candidates, subject, context.analyses(), fields, subject_fields)
+    # What descriptions need of each chunk's analysis, rather than the analyses themselves.
+    sentences, defining = {}, set()
+    for chunk, mentions in per_chunk:
+        analysis = context.analyze(chunk)
+        spans = sentences[chunk.id] = analysis.sentences
+        for m in mentions:
+            if m.start is not None and m.start - spans[m.sentence][0] <= 12:
+                if _DEFINITION.match(analysis.masked, m.end, spans[m.sentence][1]):
+                    defining.add((chunk.id, m.start, m.end))
+    return _Extracted(doc_id, chunks, per_chunk, candidates, subject, fields, subject_fields, sentences, defining)
 
 
 def _prepare_document(db, extracted, content_hash, extracted_before, context, linker, embed, batch, known):
     """Link and embed one extracted document in memory; ``_write`` stores the result."""
     doc_id, chunks, per_chunk, subject = extracted.doc_id, extracted.chunks, extracted.per_chunk, extracted.subject
-    context.adopt(extracted.analyses)
 
     # Forget what an earlier extraction of this document contributed.
     old_counts = Counter(
@@ -333,7 +342,7 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
         counts[entity.id] += 1
         if new:
             created.append(entity)
-        _describe(entity, mention, chunk, context)
+        _describe(entity, mention, chunk, extracted)
     for entity_id, count in counts.items():
         linker.entities[entity_id].popularity += count
     # Entities nothing mentions any more (the document changed) are forgotten now, so
@@ -415,16 +424,15 @@ class _Pinned:
 _EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
 
 
-def _describe(entity, mention, chunk, context):
+def _describe(entity, mention, chunk, extracted):
     """Keep the first defining sentence as the description, else the first sentence."""
     if entity.defined or mention.start is None or mention.features.get("coref") and entity.description:
         return
     heading = mention.features.get("inHeading")
     if heading and entity.description is not None:
         return
-    analysis = context.analyze(chunk)
-    s_start, s_end = analysis.sentences[mention.sentence]
-    defining = mention.start - s_start <= 12 and bool(_DEFINITION.match(analysis.masked, mention.end, s_end))
+    s_start, s_end = extracted.sentences[chunk.id][mention.sentence]
+    defining = (chunk.id, mention.start, mention.end) in extracted.defining
     if defining or entity.description is None or entity.description == entity.name:
         sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
         if entity.description != sentence:

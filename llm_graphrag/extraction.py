@@ -677,14 +677,6 @@ class ExtractionContext:
         self.cache = {}
         self._analyses = {}
 
-    def analyses(self):
-        """The current document's analyses, by chunk id (a worker sends them back)."""
-        return self._analyses
-
-    def adopt(self, analyses):
-        """Use analyses made elsewhere (in a worker process) for the current document."""
-        self._analyses = analyses
-
 
 _PROPER = re.compile(r"(?<=[a-z,;:)] )([A-Z][a-z]+[A-Za-z]*)")
 
