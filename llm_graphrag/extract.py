@@ -109,7 +109,7 @@ def _extract(db, pending, settings, progress, workers):
         extracted_documents = parallel.ordered_map(
             _extract_document, documents, workers,
             initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
-            ahead=EXTRACT_AHEAD,
+            ahead=EXTRACT_AHEAD, nice=WORKER_NICENESS,
         )
         touched = set()
         for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
@@ -257,6 +257,9 @@ def worker_count(workers, documents, settings):
 
 
 EXTRACT_AHEAD = 48  # documents workers may run ahead of linking: big ones take a while
+# Linking and writing, here, is the slowest stage: workers yield the CPU to it and catch
+# up meanwhile, up to EXTRACT_AHEAD documents ahead.
+WORKER_NICENESS = 10
 
 
 def _start_worker(context, mention_extractors, relation_extractors):

@@ -36,13 +36,13 @@ def worker_count(workers, items, most=None):
     return found if most is None else min(found, most)
 
 
-def ordered_map(function, items, workers, *, initializer=None, initargs=(), ahead=None):
+def ordered_map(function, items, workers, *, initializer=None, initargs=(), ahead=None, nice=0):
     """Yield ``function(item)`` for each item, in order.
 
     With ``workers`` > 0 the calls run in that many forked processes, at most ``ahead``
     items (default ``2 * workers + 2``) ahead of the consumer, so memory stays bounded
-    however many items there are. With 0 they run here, one at a time, after
-    ``initializer(*initargs)``.
+    however many items there are; ``nice`` lowers their priority, for a consumer that is
+    the slower stage. With 0 they run here, one at a time, after ``initializer(*initargs)``.
     """
     if workers <= 0:
         if initializer is not None:
@@ -52,7 +52,8 @@ def ordered_map(function, items, workers, *, initializer=None, initargs=(), ahea
         return
     context = multiprocessing.get_context("fork")
     ahead = ahead or 2 * workers + 2
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
+    initargs = (nice, initializer, initargs)
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=initargs) as pool:
         pending = collections.deque()
         try:
             for item in items:
@@ -64,6 +65,13 @@ def ordered_map(function, items, workers, *, initializer=None, initargs=(), ahea
         finally:
             for future in pending:
                 future.cancel()
+
+
+def _start(nice, initializer, initargs):
+    if nice:
+        os.nice(nice)
+    if initializer is not None:
+        initializer(*initargs)
 
 
 class _Done:

@@ -1,3 +1,4 @@
+import os
 import threading
 
 import pytest
@@ -108,3 +109,14 @@ def test_side_process_runs_calls_after_its_initializer(enabled):
             side.submit(square, 13).result()
     # The initializer ran here only when there was no process to run it in.
     assert STATE == ({} if enabled else {"offset": 100})
+
+
+def niceness(_):
+    return os.nice(0)
+
+
+def test_nice_lowers_the_workers_priority_only():
+    before = os.nice(0)
+    assert list(parallel.ordered_map(niceness, range(3), 2, nice=5)) == [before + 5] * 3
+    assert list(parallel.ordered_map(niceness, range(3), 0, nice=5)) == [before] * 3
+    assert os.nice(0) == before
