@@ -181,6 +181,11 @@ class Embedder:
         self.model_id = model.model_id
 
     @property
+    def local(self):
+        """Whether the model runs here (model2vec), not through a client of some service."""
+        return isinstance(self.model, Model2VecEmbeddingModel)
+
+    @property
     def dimensions(self):
         if isinstance(self.model, Model2VecEmbeddingModel):
             return self.model.dimensions

@@ -102,8 +102,9 @@ def _extract(db, pending, settings, progress, workers):
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
     known = _KnownRelations(db)
-    # Entity and fact vectors are computed in a process of their own while this one links.
-    with parallel.SideProcess(bool(workers), _start_embedder, (embedder,)) as embed:
+    # Entity and fact vectors are computed in a process of their own while this one links
+    # (a local model only: a service's client and its open connections are not forked).
+    with parallel.SideProcess(bool(workers) and embedder.local, _start_embedder, (embedder,)) as embed:
         batch = _Batch()
         documents = ((doc_id, title, _chunks(db, doc_id, title, path)) for doc_id, path, title, _, _ in pending)
         extracted_documents = parallel.ordered_map(
