@@ -309,7 +309,7 @@ def _extract_document(document):
     for chunk, mentions in per_chunk:
         analysis = context.analyze(chunk)
         spans = sentences[chunk.id] = analysis.sentences
-        for m in mentions:
+        for m in mentions if spans else ():
             if m.start is not None and m.start - spans[m.sentence][0] <= 12:
                 if _DEFINITION.match(analysis.masked, m.end, spans[m.sentence][1]):
                     defining.add((chunk.id, m.start, m.end))

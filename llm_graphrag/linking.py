@@ -317,6 +317,9 @@ class Linker:
         """
         if mention.antecedent is not None and mention.antecedent.entity is not None:
             return mention.antecedent.entity, round((mention.antecedent.link_score or 1.0) * 0.8, 4), False
+        same_norm = self.by_norm.get(mention.norm)
+        if same_norm and len(same_norm) == 1 and same_norm[0].type == mention.type:
+            return same_norm[0], 1.0, False  # the common case, decided as below without lists
         exact = self.exact_candidates(mention)
         same_type = [e for e in exact if e.type == mention.type]
         if len(same_type) == 1 and len(exact) == 1:
