@@ -2,9 +2,10 @@
 
 The engine behind ``llm graphrag extract`` and the ``extract_and_link`` tool. Worker
 processes find each document's mentions and relation candidates; this process links them
-in document order, embeds outside any transaction, and writes a small batch of documents
-per short transaction. A document whose content was already extracted by the
-same extractor version is skipped, so running it again changes nothing.
+in document order and writes a small batch of documents per short transaction, while a
+side process embeds new entities and facts outside any transaction. A document whose
+content was already extracted by the same extractor version is skipped, so running it
+again changes nothing.
 """
 
 from __future__ import annotations
