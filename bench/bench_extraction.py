@@ -7,9 +7,9 @@
 
 Speed: every ``.rst.txt`` source becomes one document, cut into paragraph-aligned chunks of
 about 300 words and written straight into a fresh database (not timed); then
-``extract_and_link`` runs over all of them (timed, median of ``--runs`` fresh databases).
-Extraction uses its default worker processes (one per CPU). Quality: the passages under ``tests/golden/`` are extracted in a fresh database and compared
-with their hand annotations (precision, recall and F1 for entities and for relations).
+``extract_and_link`` runs over all of them (timed, median of ``--runs`` fresh databases),
+with its default worker processes (one per CPU). Quality: the passages under
+``tests/golden/`` are extracted in a fresh database and compared with their hand annotations (precision, recall and F1 for entities and for relations).
 """
 
 import argparse

@@ -103,12 +103,13 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
         words = [text.split() for text in texts]
         # Look words up once into a local dict: another thread (Datasette's) may clear the
         # shared cache meanwhile, which then costs a tokenizer call, never a KeyError.
+        distinct = {word for text in words for word in text}
         known = {}
-        for word in {word for text in words for word in text}:
+        for word in distinct:
             ids = cache.get(word)
             if ids is not None:
                 known[word] = ids
-        missing = sorted({word for text in words for word in text} - known.keys())
+        missing = sorted(distinct - known.keys())
         if missing:
             unk = model.unk_token_id
             encodings = model.tokenizer.encode_batch_fast(missing, add_special_tokens=False)
@@ -187,13 +188,13 @@ class Embedder:
 
     @property
     def dimensions(self):
-        if isinstance(self.model, Model2VecEmbeddingModel):
+        if self.local:
             return self.model.dimensions
         return len(self.encode(["dimensions"])[0])
 
     def encode(self, texts):
         texts = list(texts)
-        if isinstance(self.model, Model2VecEmbeddingModel):
+        if self.local:
             return self.model.encode(texts)
         vectors = np.asarray(list(self.model.embed_multi(texts)), dtype=np.float32)
         if not len(vectors):

@@ -81,7 +81,7 @@ def restore_full_text(db):
         return
     with db.atomic():
         for table, triggers in kept.items():
-            db.execute(f'INSERT INTO "{table}_fts" ("{table}_fts") VALUES (\'rebuild\')')
+            db[table].rebuild_fts()
             for name, sql in triggers:
                 db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
                 db.execute(sql)
