@@ -18,7 +18,6 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
 
 from . import parallel, plugins
 from .extraction import (
@@ -31,7 +30,7 @@ from .extraction import (
     subject_mention,
 )
 from .linking import Linker, entity_text
-from .relations import SYMMETRIC, RelationCandidate, fact_text
+from .relations import SYMMETRIC, fact_text
 from .schema import full_text_deferred, get_setting, restore_full_text
 
 EXTRACTOR_VERSION = "1"
@@ -107,9 +106,15 @@ def _extract(db, pending, settings, progress, workers):
     # (a local model only: a service's client and its open connections are not forked).
     with parallel.SideProcess(bool(workers) and embedder.local, _start_embedder, (embedder,)) as embed:
         batch = _Batch()
-        documents = ((doc_id, title, _chunks(db, doc_id, title, path)) for doc_id, path, title, _, _ in pending)
+        chunks_of = {}  # doc id -> its chunks, kept here while a worker extracts them
+
+        def documents():
+            for doc_id, path, title, _, _ in pending:
+                chunks = chunks_of[doc_id] = _chunks(db, doc_id, title, path)
+                yield doc_id, title, chunks
+
         extracted_documents = parallel.ordered_map(
-            _extract_document, documents, workers,
+            _extract_document, documents(), workers,
             initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
             ahead=EXTRACT_AHEAD, nice=WORKER_NICENESS,
         )
@@ -118,7 +123,8 @@ def _extract(db, pending, settings, progress, workers):
             if progress:
                 progress(path)
             prepared = _prepare_document(
-                db, extracted, content_hash, extracted_before, context, linker, embed, batch, known,
+                db, extracted, chunks_of.pop(doc_id), content_hash, extracted_before, context, linker,
+                embed, batch, known,
             )
             batch.add(prepared)
             totals["mentions"] += prepared.mention_count
@@ -148,7 +154,7 @@ class _Batch:
 
     def add(self, prepared):
         self.documents.append(prepared)
-        self.chunks += len(prepared.extracted.chunks)
+        self.chunks += len(prepared.chunks)
 
     def full(self):
         return self.chunks >= self.MAX_CHUNKS or len(self.documents) >= self.MAX_DOCUMENTS
@@ -270,17 +276,18 @@ def _start_worker(context, mention_extractors, relation_extractors):
 
 @dataclass
 class _Extracted:
-    """One document's mentions and relation candidates, before linking."""
+    """One document's mentions and relation candidates, before linking.
+
+    Plain tuples, with mentions and sentences referred to by index: what crosses from a
+    worker process costs far less to pickle and unpickle than the objects extractors made.
+    """
 
     doc_id: int
-    chunks: list
-    per_chunk: list  # [(chunk, [mention, ...]), ...]
-    candidates: list  # [(chunk, [candidate, ...]), ...]
-    subject: object
-    fields: list  # per chunk, ``_mention_fields`` of each mention
-    subject_fields: tuple | None
-    sentences: dict  # chunk id -> sentence spans
-    defining: set  # (chunk id, start, end) of mentions whose sentence defines them
+    mentions: list  # rows in text order, the title's subject first: see ``_mention_record``
+    candidates: list  # (chunk index, src, dst, rel, weight, proximity, sentence, extractor)
+    sentences: list  # the candidates' sentences, whitespace runs squashed
+    spans: dict  # chunk id -> the chunk's sentence spans
+    defining: set  # indexes of the mentions whose sentence defines them
 
 
 def _extract_document(document):
@@ -296,30 +303,46 @@ def _extract_document(document):
         mentions = []
         for extract in _WORKER["mentions"].values():
             mentions.extend(extract(chunk, context) or ())
-        per_chunk.append((chunk, finish_mentions(chunk, mentions, context)))
+        per_chunk.append(finish_mentions(chunk, mentions, context))
     candidates = []
-    for chunk, mentions in per_chunk:
+    for chunk, mentions in zip(chunks, per_chunk):
         found = []
         for extract in _WORKER["relations"].values():
             found.extend(extract(chunk, mentions, context) or ())
-        candidates.append((chunk, found))
-    fields = [[_mention_fields(m) for m in mentions] for _, mentions in per_chunk]
-    subject_fields = _mention_fields(subject) if subject is not None else None
-    # What descriptions need of each chunk's analysis, rather than the analyses themselves.
-    sentences, defining = {}, set()
-    for chunk, mentions in per_chunk:
+        candidates.append(found)
+
+    ordered = [(0, subject)] if subject is not None and chunks else []
+    ordered.extend((index, m) for index, mentions in enumerate(per_chunk) for m in mentions)
+    position = {m: i for i, (_, m) in enumerate(ordered)}
+    rows, spans, defining = [], {}, set()
+    for i, (index, m) in enumerate(ordered):
+        rows.append(_mention_record(m, index, position.get(m.antecedent, -1) if m.antecedent is not None else -1))
+        if m.start is None:
+            continue
+        chunk = chunks[index]
         analysis = context.analyze(chunk)
-        spans = sentences[chunk.id] = analysis.sentences
-        for m in mentions if spans else ():
-            if m.start is not None and m.start - spans[m.sentence][0] <= 12:
-                if _DEFINITION.match(analysis.masked, m.end, spans[m.sentence][1]):
-                    defining.add((chunk.id, m.start, m.end))
-    return _Extracted(doc_id, chunks, per_chunk, candidates, subject, fields, subject_fields, sentences, defining)
+        sentences = spans.setdefault(chunk.id, analysis.sentences)
+        # Descriptions prefer a sentence that defines the entity ("X is a ...").
+        if sentences and m.start - sentences[m.sentence][0] <= 12:
+            if _DEFINITION.match(analysis.masked, m.end, sentences[m.sentence][1]):
+                defining.add(i)
+    sentence_index, squashed, found = {}, {}, []
+    for index, candidates_of_chunk in enumerate(candidates):
+        for c in candidates_of_chunk:
+            src, dst = position.get(c.src), position.get(c.dst)
+            if src is None or dst is None:
+                continue  # not a mention of this document: it links to nothing
+            sentence = squashed.get(c.sentence)
+            if sentence is None:
+                sentence = squashed[c.sentence] = " ".join(c.sentence.split())[:1000]
+            number = sentence_index.setdefault(sentence, len(sentence_index))
+            found.append((index, src, dst, c.rel, c.weight, c.proximity, number, c.extractor))
+    return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining)
 
 
-def _prepare_document(db, extracted, content_hash, extracted_before, context, linker, embed, batch, known):
+def _prepare_document(db, extracted, chunks, content_hash, extracted_before, context, linker, embed, batch, known):
     """Link and embed one extracted document in memory; ``_write`` stores the result."""
-    doc_id, chunks, per_chunk, subject = extracted.doc_id, extracted.chunks, extracted.per_chunk, extracted.subject
+    doc_id = extracted.doc_id
 
     # Forget what an earlier extraction of this document contributed.
     old_counts = Counter(
@@ -336,18 +359,20 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
     # Link, in text order; the subject first so pronouns can fall back on it.
     created = []
     counts = Counter()
-    ordered = ([(chunks[0], subject)] if subject is not None and chunks else []) + [
-        (chunk, m) for chunk, ms in per_chunk for m in ms
-    ]
-    context_tokens = {chunk.id: _context_tokens(chunk) for chunk in chunks}
-    for chunk, mention in ordered:
-        entity, score, new = linker.link(mention, context_tokens[chunk.id])
+    context_tokens = [_context_tokens(chunk) for chunk in chunks]
+    linked = []
+    for record in extracted.mentions:
+        antecedent = record[_ANTECEDENT]
+        mention = _Found(record, linked[antecedent] if 0 <= antecedent < len(linked) else None)
+        linked.append(mention)
+        entity, score, new = linker.link(mention, context_tokens[record[_CHUNK]])
         mention.entity = entity
         mention.link_score = score
         counts[entity.id] += 1
         if new:
             created.append(entity)
-        _describe(entity, mention, chunk, extracted)
+        if record[_START] is not None:
+            _describe(entity, record, len(linked) - 1, chunks[record[_CHUNK]], extracted)
     for entity_id, count in counts.items():
         linker.entities[entity_id].popularity += count
     # Entities nothing mentions any more (the document changed) are forgotten now, so
@@ -360,20 +385,28 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
 
     # Relations: candidates from every extractor, keyed by entity pair and relation.
     relations = {}
-    for chunk, found in extracted.candidates:
-        for candidate in found:
-            _add_relation(relations, candidate, chunk)
+    sentences = extracted.sentences
+    for index, src, dst, rel, weight, proximity, sentence, extractor in extracted.candidates:
+        src, dst = linked[src], linked[dst]
+        link = min(src.link_score or 1.0, dst.link_score or 1.0)
+        _add_relation(
+            relations, src.entity, dst.entity, rel, round(weight * proximity * link, 4),
+            chunks[index].id, sentences[sentence], extractor,
+        )
     first = {}
-    for chunk, mention in ordered:
-        first.setdefault(mention.entity.id, (chunk, mention))
+    for mention in linked:
+        first.setdefault(mention.entity.id, mention)
     for entity in created:
         for other, score in linker.same_as_candidates(entity):
-            chunk, mention = first[entity.id]
-            probe = RelationCandidate(mention, _Pinned(other), "same_as", score, 1.0, mention.snippet, "linking")
-            _add_relation(relations, probe, chunk)
+            mention = first[entity.id]
+            link = min(mention.link_score or 1.0, 1.0)
+            _add_relation(
+                relations, entity, other, "same_as", round(score * link, 4),
+                chunks[mention.record[_CHUNK]].id, " ".join(mention.snippet.split())[:1000], "linking",
+            )
 
     # Embeddings outside the transaction, for new entities and changed descriptions.
-    changed = sorted(set(created) | {m.entity for _, m in ordered if m.entity.changed}, key=lambda e: e.id)
+    changed = sorted(set(created) | {m.entity for m in linked if m.entity.changed}, key=lambda e: e.id)
     reembed = [e for e in changed if e.new or e.reembed]
     entity_vectors = embed.submit(_encode, [entity_text(e) for e in reembed]) if reembed else None
     for row, entity in enumerate(reembed):
@@ -390,10 +423,9 @@ def _prepare_document(db, extracted, content_hash, extracted_before, context, li
         job = embed.submit(_encode, [relations[k]["fact"] for k in embedded])
         batch.fact_vectors.update((k, functools.partial(_vector_row, job, row)) for row, k in enumerate(embedded))
     fact_vectors = {k: batch.fact_vectors[k] for k in keys if k in batch.fact_vectors}
-    mention_count = sum(len(ms) for _, ms in per_chunk) + (1 if subject is not None and chunks else 0)
     return _Prepared(
-        extracted, content_hash, extracted_before, created, changed, reembed, entity_vectors,
-        relations, embeddable, fact_vectors, old_counts, counts, gone, mention_count,
+        extracted, chunks, linked, content_hash, extracted_before, created, changed, reembed,
+        entity_vectors, relations, embeddable, fact_vectors, old_counts, counts, gone,
     )
 
 
@@ -402,6 +434,8 @@ class _Prepared:
     """One document's extraction, linked and embedded, waiting for its transaction."""
 
     extracted: _Extracted
+    chunks: list
+    linked: list  # a ``_Found`` per mention record, with its entity and link score
     content_hash: str
     extracted_before: bool
     created: list
@@ -414,30 +448,34 @@ class _Prepared:
     old_counts: Counter
     counts: Counter
     gone: list
-    mention_count: int
+
+    @property
+    def mention_count(self):
+        return len(self.linked)
 
 
-class _Pinned:
-    """A stand-in mention for an entity that is already known (``same_as`` targets)."""
+class _Found:
+    """A mention as linking sees it, made here from its worker's record."""
 
-    def __init__(self, entity):
-        self.entity = entity
-        self.link_score = 1.0
-        self.norm = entity.norm
+    __slots__ = ("surface", "type", "name", "norm", "snippet", "antecedent", "entity", "link_score", "record")
+
+    def __init__(self, record, antecedent):
+        self.surface, self.type, self.snippet = record[_SURFACE], record[_TYPE], record[_SNIPPET]
+        self.name, self.norm = record[_NAME], record[_NORM]
+        self.antecedent, self.entity, self.link_score, self.record = antecedent, None, None, record
 
 
 _EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
 
 
-def _describe(entity, mention, chunk, extracted):
+def _describe(entity, record, position, chunk, extracted):
     """Keep the first defining sentence as the description, else the first sentence."""
-    if entity.defined or mention.start is None or mention.features.get("coref") and entity.description:
+    if entity.defined or record[_COREF] and entity.description:
         return
-    heading = mention.features.get("inHeading")
-    if heading and entity.description is not None:
+    if record[_IN_HEADING] and entity.description is not None:
         return
-    s_start, s_end = extracted.sentences[chunk.id][mention.sentence]
-    defining = (chunk.id, mention.start, mention.end) in extracted.defining
+    s_start, s_end = extracted.spans[chunk.id][record[_SENTENCE]]
+    defining = position in extracted.defining
     if defining or entity.description is None or entity.description == entity.name:
         sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
         if entity.description != sentence:
@@ -447,36 +485,26 @@ def _describe(entity, mention, chunk, extracted):
         entity.defined = defining
 
 
-def _add_relation(relations, candidate, chunk):
-    src, dst = candidate.src.entity, candidate.dst.entity
+def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extractor):
+    """Add one piece of evidence for ``src rel dst``; its strongest sets the relation's."""
     if src is None or dst is None or src is dst:
         return
-    rel = candidate.rel
     if rel in SYMMETRIC and src.id > dst.id:
         src, dst = dst, src
-    link = min(candidate.src.link_score or 1.0, candidate.dst.link_score or 1.0)
-    confidence = round(candidate.weight * candidate.proximity * link, 4)
     key = (src.id, dst.id, rel)
     entry = relations.get(key)
     if entry is None:
         entry = relations[key] = {
             "src": src, "dst": dst, "fact": fact_text(src.name, rel, dst.name),
-            "chunk_id": chunk.id, "confidence": 0.0, "weight": 0.0, "evidence": {},
+            "chunk_id": chunk_id, "confidence": 0.0, "weight": 0.0, "evidence": {},
         }
-    sentence = _squash(candidate.sentence)
-    evidence_key = (chunk.id, sentence)
+    evidence_key = (chunk_id, sentence)
     previous = entry["evidence"].get(evidence_key)
     if previous is None or previous[0] < confidence:
-        entry["evidence"][evidence_key] = (confidence, candidate.extractor)
+        entry["evidence"][evidence_key] = (confidence, extractor)
     if confidence > entry["confidence"]:
         entry["confidence"] = confidence
-        entry["chunk_id"] = chunk.id
-
-
-@lru_cache(maxsize=4096)
-def _squash(sentence):
-    """Whitespace runs as one space, at most 1000 characters (one sentence has many candidates)."""
-    return " ".join(sentence.split())[:1000]
+        entry["chunk_id"] = chunk_id
 
 
 def _now():
@@ -537,7 +565,7 @@ def _write(db, prepared, encode, known):
     conn.executemany(
         "insert into mentions (entity_id, doc_id, chunk_id, span_start, span_end, surface, type, "
         "score, link_score, features, snippet, meta) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _mention_rows(extracted),
+        _mention_rows(p),
     )
     if p.reembed:
         write_embeddings(db, "entities", [e.id for e in p.reembed], p.entity_vectors.result(), [entity_text(e) for e in p.reembed])
@@ -661,33 +689,43 @@ def _features_json(features):
 
 _string = json.encoder.encode_basestring
 
+# A mention record: its row's fields as found, then what linking and descriptions read.
+(_START, _END, _SURFACE, _TYPE, _SCORE, _FEATURES_JSON, _SNIPPET, _META, _CHUNK, _NAME, _NORM,
+ _SENTENCE, _ANTECEDENT, _COREF, _IN_HEADING) = range(15)
 
-def _mention_fields(m):
-    """A mention's row without what linking decides (made where the mention is found)."""
+
+def _mention_record(m, chunk_index, antecedent):
+    """A mention as a plain tuple (fields above), made where the mention is found;
+    ``antecedent`` is the index of the record it stands for, or -1."""
+    features = m.features
     return (
         m.start,
         m.end,
         m.surface,
         m.type,
         round(m.score, 4),
-        _features_json(m.features),
+        _features_json(features),
         m.snippet,
         f'{{"extractor": {_string(m.extractor)}, "name": {_string(m.name)}, "norm": {_string(m.norm)}}}',
+        chunk_index,
+        m.name,
+        m.norm,
+        m.sentence,
+        antecedent,
+        bool(features.get("coref")),
+        bool(features.get("inHeading")),
     )
 
 
-def _mention_rows(extracted):
-    """The document's mention rows, in text order: fields from the worker, links from here."""
-    rows = []
-    doc_id, chunks = extracted.doc_id, extracted.chunks
-    if extracted.subject is not None and chunks:
-        rows.append(_mention_row(extracted.subject, extracted.subject_fields, doc_id, chunks[0].id))
-    for (chunk, found), fields in zip(extracted.per_chunk, extracted.fields):
-        rows.extend(_mention_row(m, f, doc_id, chunk.id) for m, f in zip(found, fields))
-    return rows
-
-
-def _mention_row(m, fields, doc_id, chunk_id):
-    start, end, surface, typ, score, features, snippet, meta = fields
-    entity_id = m.entity.id if m.entity is not None else None
-    return (entity_id, doc_id, chunk_id, start, end, surface, typ, score, m.link_score, features, snippet, meta)
+def _mention_rows(prepared):
+    """The document's ``mentions`` rows, in text order: fields from the worker, links from here."""
+    doc_id = prepared.extracted.doc_id
+    chunk_ids = [chunk.id for chunk in prepared.chunks]
+    return [
+        (
+            m.entity.id if m.entity is not None else None, doc_id, chunk_ids[r[_CHUNK]], r[_START], r[_END],
+            r[_SURFACE], r[_TYPE], r[_SCORE], m.link_score, r[_FEATURES_JSON], r[_SNIPPET], r[_META],
+        )
+        for m in prepared.linked
+        for r in (m.record,)
+    ]
