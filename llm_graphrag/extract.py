@@ -31,7 +31,7 @@ from .extraction import (
 )
 from .linking import Linker, entity_text
 from .relations import SYMMETRIC, fact_text
-from .schema import full_text_deferred, get_setting, restore_full_text
+from .schema import get_setting, has_trigger, restore_triggers, triggers_deferred
 
 EXTRACTOR_VERSION = "1"
 # After an entity's first mention in a sentence: does the sentence define it? (match() anchors)
@@ -54,7 +54,7 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     writes (default: one per CPU when the run is large enough, see ``worker_count``; 0
     does everything here). Returns ``{"mentions": N, "entities_new": N, "relations": N}``.
     """
-    restore_full_text(db)  # a bulk run that died midway left the indexes behind
+    restore_triggers(db)  # a bulk run that died midway left them out
     settings = load_settings(db)
     pending = _pending(db, doc_ids, force)
     if not pending:
@@ -62,13 +62,19 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     with contextlib.ExitStack() as stack:
         stack.enter_context(parallel.gc_paused())
         if len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)):
-            stack.enter_context(full_text_deferred(db, FULL_TEXT_DEFERRED))
+            stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         return _extract(db, pending, settings, progress, workers)
 
 
-# Tables whose full-text triggers a bulk run (at least as many documents as were
-# extracted before) suspends, indexing them once at the end instead.
-FULL_TEXT_DEFERRED = ("entities", "relations")
+# Triggers a bulk run (at least as many documents as were extracted before) suspends:
+# it indexes entities' and relations' full text once at the end, and counts relations'
+# evidence itself (see ``_write``).
+EVIDENCE_TRIGGER = "relation_evidence_added"  # relations.evidence_count + 1 per evidence row
+DEFERRED_TRIGGERS = {
+    "entities": ("entities_ai", "entities_ad", "entities_au"),
+    "relations": ("relations_ai", "relations_ad", "relations_au"),
+    "relation_evidence": (EVIDENCE_TRIGGER,),
+}
 
 
 def _extracted_count(db):
@@ -165,8 +171,10 @@ def _flush(db, batch, linker, embedder, known):
     relation_ids = []
     if batch.documents:
         with db.atomic():
+            # Counted here only while the trigger is out: another run may have put it back.
+            counting = not has_trigger(db, EVIDENCE_TRIGGER)
             for prepared in batch.documents:
-                relation_ids.extend(_write(db, prepared, embedder.encode, known))
+                relation_ids.extend(_write(db, prepared, embedder.encode, known, counting))
         for prepared in batch.documents:
             for entity in prepared.changed:
                 entity.new = entity.changed = entity.reembed = False
@@ -511,11 +519,13 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(db, prepared, encode, known):
+def _write(db, prepared, encode, known, counting=False):
     """Store one prepared document: call inside a transaction. Returns its relation ids.
 
     ``encode(texts)`` embeds the facts of relations that lost all their evidence in this
     very transaction (the document was extracted before), which preparing could not know.
+    ``counting`` adds the evidence to ``relations.evidence_count`` here, for when its
+    trigger is suspended.
     """
     from .embeddings import write_embeddings
 
@@ -534,11 +544,13 @@ def _write(db, prepared, encode, known):
         conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
         conn.execute("delete from mentions where doc_id = ?", [doc_id])
     now = _now()
+    popularity = Counter(p.counts)
+    popularity.subtract(p.old_counts)
     conn.executemany(
         "insert into entities (id, type, name, norm, aliases, description, popularity, meta, created_at) "
         "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (e.id, e.type, e.name, e.norm, json.dumps(e.aliases), e.description, 0,
+            (e.id, e.type, e.name, e.norm, json.dumps(e.aliases), e.description, popularity.pop(e.id, 0),
              json.dumps({"defined": e.defined}), now)
             for e in p.created
         ],
@@ -551,8 +563,6 @@ def _write(db, prepared, encode, known):
             for e in p.changed if e not in created
         ],
     )
-    popularity = Counter(p.counts)
-    popularity.subtract(p.old_counts)
     conn.executemany(
         "update entities set popularity = popularity + ? where id = ?",
         [(delta, entity_id) for entity_id, delta in sorted(popularity.items()) if delta],
@@ -573,15 +583,19 @@ def _write(db, prepared, encode, known):
     # (so they get the ids one upsert per key would have given them).
     existing = known.stored(conn, keys)
     weights = {key: round(sum(c for c, _ in relations[key]["evidence"].values()), 4) for key in keys}
+    evidence = {key: len(relations[key]["evidence"]) if counting else 0 for key in keys}
     conn.executemany(
-        "update relations set weight = weight + ?, confidence = max(confidence, ?) where id = ?",
-        [(weights[key], relations[key]["confidence"], existing[key][0]) for key in keys if key in existing],
+        "update relations set weight = weight + ?, confidence = max(confidence, ?), "
+        "evidence_count = evidence_count + ? where id = ?",
+        [(weights[key], relations[key]["confidence"], evidence[key], existing[key][0]) for key in keys if key in existing],
     )
     fresh = {key: known.add(key) for key in keys if key not in existing}
     conn.executemany(
-        "insert into relations (id, src_id, dst_id, rel, weight, confidence, fact, chunk_id) values (?, ?, ?, ?, ?, ?, ?, ?)",
+        "insert into relations (id, src_id, dst_id, rel, weight, confidence, fact, chunk_id, evidence_count) "
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (relation_id, key[0], key[1], key[2], weights[key], relations[key]["confidence"], relations[key]["fact"], relations[key]["chunk_id"])
+            (relation_id, key[0], key[1], key[2], weights[key], relations[key]["confidence"], relations[key]["fact"],
+             relations[key]["chunk_id"], evidence[key])
             for key, relation_id in fresh.items()
         ],
     )

@@ -37,55 +37,67 @@ def set_setting(db, key, value):
     db["graphrag_settings"].upsert({"key": key, "value": json.dumps(value)}, pk="key")
 
 
-FTS_DEFERRED = "fts_deferred"  # setting: {table: [[trigger, SQL], ...]} while suspended
+DEFERRED_TRIGGERS = "deferred_triggers"  # setting: {table: [[trigger, SQL], ...]} while suspended
+_LEGACY_DEFERRED = ("fts_deferred",)  # the same setting, as version 0.1's bulk runs named it
 
 
 @contextlib.contextmanager
-def full_text_deferred(db, tables):
-    """Write to ``tables`` without their full-text triggers, then index them in one go.
+def triggers_deferred(db, triggers):
+    """Write without some triggers, doing their work in bulk, then put them back.
 
-    Indexing row by row through triggers cost a bulk extraction more than writing the
-    rows; one ``rebuild`` at the end costs a tenth of it. Full-text search of these
-    tables misses the run's rows until it ends. The triggers' SQL is kept in the
-    ``fts_deferred`` setting, so a run that dies midway is mended by ``restore_full_text``.
+    ``triggers`` maps a table to the names of its triggers to suspend. Indexing full text
+    row by row through triggers cost a bulk extraction more than writing the rows; one
+    ``rebuild`` at the end costs a tenth of it. Full-text search of those tables misses
+    the rows written meanwhile. The triggers' SQL is kept in the ``deferred_triggers``
+    setting, so a run that dies midway is mended by ``restore_triggers``.
     """
-    suspend_full_text(db, tables)
+    suspend_triggers(db, triggers)
     try:
         yield
     finally:
-        restore_full_text(db)
+        restore_triggers(db)
 
 
-def suspend_full_text(db, tables):
-    """Drop the full-text triggers of ``tables``, keeping their SQL in a setting."""
+def suspend_triggers(db, triggers):
+    """Drop the named triggers (``{table: names}``), keeping their SQL in a setting."""
     with db.atomic():
-        kept = get_setting(db, FTS_DEFERRED, {})
-        for table in tables:
+        kept = get_setting(db, DEFERRED_TRIGGERS, {})
+        for table, names in triggers.items():
+            marks = ", ".join("?" for _ in names)
             rows = db.execute(
-                "select name, sql from sqlite_master where type = 'trigger' and tbl_name = ? "
-                "and name in (?, ?, ?) order by name",
-                [table, f"{table}_ai", f"{table}_ad", f"{table}_au"],
+                f"select name, sql from sqlite_master where type = 'trigger' and tbl_name = ? "
+                f"and name in ({marks}) order by name",
+                [table, *names],
             ).fetchall()
             if rows:
                 kept[table] = kept.get(table, []) + [list(row) for row in rows]
             for name, _ in rows:
                 db.execute(f'DROP TRIGGER "{name}"')
-        set_setting(db, FTS_DEFERRED, kept)
+        set_setting(db, DEFERRED_TRIGGERS, kept)
 
 
-def restore_full_text(db):
-    """Rebuild the full-text indexes ``suspend_full_text`` left behind and put their
-    triggers back; does nothing when none are suspended."""
-    kept = get_setting(db, FTS_DEFERRED)
-    if not kept:
+def has_trigger(db, name):
+    return db.execute("select 1 from sqlite_master where type = 'trigger' and name = ?", [name]).fetchone() is not None
+
+
+def restore_triggers(db):
+    """Put back the triggers ``suspend_triggers`` left out, rebuilding the full-text
+    index of each of their tables that has one; does nothing when none are suspended."""
+    keys = (DEFERRED_TRIGGERS, *_LEGACY_DEFERRED)
+    suspended = [get_setting(db, key) or {} for key in keys]
+    if not any(suspended):
         return
     with db.atomic():
-        for table, triggers in kept.items():
-            db[table].rebuild_fts()
-            for name, sql in triggers:
-                db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
-                db.execute(sql)
-        db.execute("delete from graphrag_settings where key = ?", [FTS_DEFERRED])
+        for kept in suspended:
+            for table, triggers in kept.items():
+                if db[table].detect_fts():
+                    db[table].rebuild_fts()
+                for name, sql in triggers:
+                    db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+                    db.execute(sql)
+        db.execute(
+            f"delete from graphrag_settings where key in ({', '.join('?' for _ in keys)})", keys
+        )
 
 
 def schema_version(db):

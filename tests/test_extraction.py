@@ -496,10 +496,10 @@ def _sample_db(path):
 
 
 def _full_text_state(db):
-    """The full-text triggers, and what each word of the facts and names finds."""
+    """The deferred triggers, and what each word of the facts and names finds."""
     triggers = db.execute(
-        "select name, sql from sqlite_master where type = 'trigger' and tbl_name in ('entities', 'relations') "
-        "and name glob '*_a[diu]' order by name"
+        "select name, sql from sqlite_master where type = 'trigger' and (tbl_name in ('entities', 'relations') "
+        "and name glob '*_a[diu]' or name = 'relation_evidence_added') order by name"
     ).fetchall()
     words = sorted({w for (fact,) in db.execute("select fact from relations") for w in re.findall(r"[a-z]{4,}", fact.lower())})
     found = {}
@@ -509,25 +509,62 @@ def _full_text_state(db):
     return triggers, found
 
 
-def test_bulk_extraction_indexes_full_text_once_with_the_same_result(tmp_path, monkeypatch):
-    """A bulk run suspends the entity and relation full-text triggers and rebuilds the
-    indexes at the end: triggers and search results come out as with row-by-row indexing."""
+def _evidence_counts(db):
+    """``(id, evidence_count, evidence rows)`` of every relation."""
+    return db.execute(
+        "select id, evidence_count, (select count(*) from relation_evidence e where e.relation_id = relations.id) "
+        "from relations order by id"
+    ).fetchall()
+
+
+def test_bulk_extraction_defers_triggers_with_the_same_result(tmp_path, monkeypatch):
+    """A bulk run suspends the entity and relation full-text triggers and the evidence
+    counting trigger: it rebuilds the indexes at the end and counts evidence itself.
+    Triggers, search results and counts come out as with the triggers in place."""
     from llm_graphrag import extract, schema
 
     suspended = []
-    monkeypatch.setattr(schema, "suspend_full_text", lambda db, tables, real=schema.suspend_full_text: (suspended.append(tables), real(db, tables)))
+    monkeypatch.setattr(schema, "suspend_triggers", lambda db, triggers, real=schema.suspend_triggers: (suspended.append(triggers), real(db, triggers)))
     deferred = _sample_db(tmp_path / "deferred.db")
     triggers_before = _full_text_state(deferred)[0]
     extract_and_link(deferred, workers=0)
-    assert suspended == [("entities", "relations")]
-    monkeypatch.setattr(extract, "FULL_TEXT_DEFERRED", ())
+    assert suspended == [extract.DEFERRED_TRIGGERS]
+    monkeypatch.setattr(extract, "DEFERRED_TRIGGERS", {})
     row_by_row = _sample_db(tmp_path / "row_by_row.db")
     extract_and_link(row_by_row, workers=0)
     state = _full_text_state(deferred)
-    assert state[0] == triggers_before and len(state[0]) == 6
+    assert state[0] == triggers_before and len(state[0]) == 7
     assert state == _full_text_state(row_by_row)
     assert sum(len(ids) for ids in state[1].values()) > 100
-    assert deferred.execute("select count(*) from graphrag_settings where key = 'fts_deferred'").fetchone() == (0,)
+    assert deferred.execute("select count(*) from graphrag_settings where key = 'deferred_triggers'").fetchone() == (0,)
+    counts = _evidence_counts(deferred)
+    assert counts == _evidence_counts(row_by_row)
+    assert all(count == rows for _, count, rows in counts) and sum(rows for _, _, rows in counts) > len(counts)
+
+
+def test_triggers_put_back_during_a_bulk_run_count_evidence_once(tmp_path, monkeypatch):
+    """Another run may put the triggers back while a bulk run goes on (it mends what it
+    takes for a killed run): from then on the trigger counts, not the bulk run as well."""
+    from llm_graphrag import extract, schema
+
+    db = _sample_db(tmp_path / "graphrag.db")
+    flushes = []
+    real_flush = extract._flush
+
+    def flush(db, *args):
+        flushes.append(1)
+        if len(flushes) == 2:
+            schema.restore_triggers(db)
+            db.conn.commit()
+        return real_flush(db, *args)
+
+    monkeypatch.setattr(extract, "_flush", flush)
+    monkeypatch.setattr(extract._Batch, "MAX_DOCUMENTS", 4)
+    extract_and_link(db, workers=0)
+    assert len(flushes) > 3
+    counts = _evidence_counts(db)
+    assert all(count == rows for _, count, rows in counts) and len(counts) > 50
+    assert len(_full_text_state(db)[0]) == 7
 
 
 def test_a_failed_bulk_run_leaves_full_text_indexed(tmp_path, monkeypatch):
@@ -547,7 +584,8 @@ def test_a_failed_bulk_run_leaves_full_text_indexed(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         extract_and_link(db, workers=0)
     triggers, found = _full_text_state(db)
-    assert len(triggers) == 6
+    assert len(triggers) == 7
+    assert all(count == rows for _, count, rows in _evidence_counts(db))
     rows = db.execute("select id, fact from relations").fetchall()
     assert len(rows) > 50  # the batches committed before the failure stay
     for relation_id, fact in rows[::10]:
@@ -555,16 +593,24 @@ def test_a_failed_bulk_run_leaves_full_text_indexed(tmp_path, monkeypatch):
         assert relation_id in [r for (r,) in db.execute("select rowid from relations_fts where relations_fts match ?", [word])]
 
 
-def test_the_next_run_mends_full_text_a_killed_run_left_suspended(tmp_path):
-    from llm_graphrag.schema import suspend_full_text
+def test_the_next_run_mends_triggers_a_killed_run_left_suspended(tmp_path):
+    from llm_graphrag.extract import DEFERRED_TRIGGERS
+    from llm_graphrag.schema import suspend_triggers
 
     db = _sample_db(tmp_path / "graphrag.db")
     extract_and_link(db, workers=0)
     triggers = _full_text_state(db)[0]
-    suspend_full_text(db, ("entities", "relations"))  # as a run killed midway leaves it
+    suspend_triggers(db, DEFERRED_TRIGGERS)  # as a run killed midway leaves it
     db.execute("insert into entities (type, name, norm) values ('name', 'Quillwort', 'quillwort')")
     db.conn.commit()
     assert _full_text_state(db)[0] == []
     assert extract_and_link(db) == {"mentions": 0, "entities_new": 0, "relations": 0}
     assert _full_text_state(db)[0] == triggers
     assert db.execute("select name from entities_fts where entities_fts match 'quillwort'").fetchall() == [("Quillwort",)]
+    # The setting as the previous version named it is mended too.
+    suspend_triggers(db, DEFERRED_TRIGGERS)
+    db.execute("update graphrag_settings set key = 'fts_deferred' where key = 'deferred_triggers'")
+    db.conn.commit()
+    assert extract_and_link(db) == {"mentions": 0, "entities_new": 0, "relations": 0}
+    assert _full_text_state(db)[0] == triggers
+    assert db.execute("select count(*) from graphrag_settings where key like '%deferred%'").fetchone() == (0,)
