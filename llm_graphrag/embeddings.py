@@ -7,6 +7,7 @@ folders can be registered with ``llm graphrag models add PATH``.
 
 import json
 import pathlib
+import re
 import time
 from functools import lru_cache
 
@@ -43,6 +44,17 @@ def load_static_model(path):
 SHORT_TEXT = 512
 WORD_CACHE_LIMIT = 200_000  # words whose token ids are kept, per model
 _WORD_IDS = {}
+_PIECE = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9]")  # a printable ASCII word's pieces
+
+
+@lru_cache(maxsize=8)
+def _added_token_openers(path):
+    """When the model's tokenizer splits words at punctuation as BERT's does, the first
+    characters of its added tokens (``[`` of ``[MASK]``); None when it does not."""
+    tokenizer = load_static_model(path).tokenizer
+    if type(tokenizer.pre_tokenizer).__name__ != "BertPreTokenizer":
+        return None
+    return frozenset(token.content[:1] for token in tokenizer.get_added_tokens_decoder().values())
 
 
 def unit_rows(vectors):
@@ -111,9 +123,7 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
                 known[word] = ids
         missing = sorted(distinct - known.keys())
         if missing:
-            unk = model.unk_token_id
-            encodings = model.tokenizer.encode_batch_fast(missing, add_special_tokens=False)
-            new = {word: [i for i in e.ids if i != unk] for word, e in zip(missing, encodings)}
+            new = self._tokenize(model, missing, cache)
             known.update(new)
             if len(cache) + len(new) > WORD_CACHE_LIMIT:
                 cache.clear()
@@ -132,6 +142,38 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
                 if end > start:
                     out[row] = vectors[start:end].mean(axis=0)
         return out
+
+    def _tokenize(self, model, words, cache):
+        """``{word: token ids}`` for ``words`` and the pieces made of them, unknown ids dropped.
+
+        A tokenizer that splits words at punctuation (BERT's) gives a printable ASCII word
+        its pieces' ids: ``json.dumps()`` is ``json``, ``.``, ``dumps``, ``(``, ``)``. Pieces
+        repeat far more often than words, so few of them reach the tokenizer.
+        """
+        openers = _added_token_openers(self.path)
+        pieces_of = {}
+        if openers is not None:
+            for word in words:
+                if word.isprintable() and not openers.intersection(word):
+                    pieces = _PIECE.findall(word)
+                    if len(pieces) > 1:
+                        pieces_of[word] = pieces
+        cached = {}  # looked up once: another thread may clear the cache meanwhile
+        wanted = {word for word in words if word not in pieces_of}
+        for piece in {p for pieces in pieces_of.values() for p in pieces}:
+            piece_ids = cache.get(piece)
+            if piece_ids is None:
+                wanted.add(piece)
+            else:
+                cached[piece] = piece_ids
+        wanted = sorted(wanted)
+        unk = model.unk_token_id
+        encodings = model.tokenizer.encode_batch_fast(wanted, add_special_tokens=False)
+        ids = {word: [i for i in e.ids if i != unk] for word, e in zip(wanted, encodings)}
+        cached.update(ids)
+        for word, pieces in pieces_of.items():
+            ids[word] = [i for p in pieces for i in cached[p]]
+        return ids
 
     @property
     def _word_ids(self):
