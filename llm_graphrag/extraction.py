@@ -402,21 +402,21 @@ class Analysis:
     def __init__(self, text):
         self.text = text
         self.markup = []
-        masked = _FENCE.sub(_blank, text)
-        masked = _DOCTEST.sub(_blank, masked)
+        # Each pattern only runs on text holding what every one of its matches holds.
+        masked = _sub(_FENCE, _blank, text, "```", "~~~")
+        masked = _sub(_DOCTEST, _blank, masked, ">>>", "...", "$ ")
         masked = _mask_directives(masked)
-        masked = _RST_LITERAL.sub(lambda m: m.group(0)[:2] + _blank_text(m.group(0)[2:]), masked)
-        masked = _URL.sub(_blank, masked)
-        if "@" in masked:
-            masked = _EMAIL.sub(_blank, masked)
-        masked = _FOOTNOTE.sub(_blank, masked)
+        masked = _sub(_RST_LITERAL, lambda m: m.group(0)[:2] + _blank_text(m.group(0)[2:]), masked, "::")
+        masked = _sub(_URL, _blank, masked, "://")
+        masked = _sub(_EMAIL, _blank, masked, "@")
+        masked = _sub(_FOOTNOTE, _blank, masked, "]_")
         masked = _RST_UNDERLINE.sub(_blank, masked)
-        masked = _ROLE.sub(self._role, masked)
-        masked = _LITERAL.sub(self._literal, masked)
-        masked = _LINK.sub(self._link, masked)
-        masked = _CODE.sub(self._code, masked)
-        masked = _MD_LINK.sub(self._mdlink, masked)
-        masked = _BOLD.sub(self._bold, masked)
+        masked = _sub(_ROLE, self._role, masked, ":`")
+        masked = _sub(_LITERAL, self._literal, masked, "``")
+        masked = _sub(_LINK, self._link, masked, "`_")
+        masked = _sub(_CODE, self._code, masked, "`")
+        masked = _sub(_MD_LINK, self._mdlink, masked, "](")
+        masked = _sub(_BOLD, self._bold, masked, "*")
         masked = _MD_MARKS.sub(_blank, masked)
         self.masked = masked
         self._sentences = None
@@ -506,6 +506,13 @@ class Analysis:
 
 
 _NOT_NEWLINE = re.compile(r"[^\n]+")
+
+
+def _sub(pattern, repl, text, *needles):
+    """``pattern.sub(repl, text)``, skipped when ``text`` holds none of ``needles``."""
+    if any(needle in text for needle in needles):
+        return pattern.sub(repl, text)
+    return text
 
 
 def _blank_text(text):
@@ -743,11 +750,16 @@ def markup_mentions(chunk, context):
     return mentions
 
 
+_STANDARD_PREFIXES = ("RFC", "PEP", "ISO", "IEC", "IEEE", "ECMA", "FIPS", "ANSI", "NIST SP", "BCP", "STD")
 _STANDARD = re.compile(
     r"\b(?:RFC|PEP|ISO(?:/IEC)?|IEC|IEEE|ECMA|FIPS|ANSI|NIST SP|BCP|STD)[ -]?\d+(?:[-:.]\d+)*(?![\w.]*\w)"
 )
 _VERSION = re.compile(r"(?<![\w.\-/])v?\d+\.\d+(?:\.\d+){0,2}(?:(?:a|b|rc|\.dev|\.post|-alpha|-beta|-rc)\d*)?(?![\w.]*\d|[%\w])")
 _ID = re.compile(r"\b(?:[A-Z][A-Z0-9]{1,}-\d+[A-Z0-9]*(?:-\d+)*|CVE-\d{4}-\d+|(?:bpo|gh|GH)-\d{3,})\b")
+# What every match of the three patterns above and the year's below holds: cheap to find.
+_DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
+_DASH_DIGIT = re.compile(r"-\d")
+_YEAR_DIGITS = re.compile(r"(?:1[6-9]|20)\d\d")
 _YEAR = re.compile(
     r"(?:\b(?:in|since|from|until|by|of|before|after|during|around|early|late|mid)\s+"
     r"(?:the\s+)?(?:(?:early|late|mid)\s+)?|\b(?:January|February|March|April|May|June|July|"
@@ -760,17 +772,19 @@ def pattern_mentions(chunk, context):
     """Standards, versions, identifiers and years by regular expression (seed 004 §6.3)."""
     masked = context.analyze(chunk).masked
     mentions = []
-    for match in _STANDARD.finditer(masked):
+    # Each pattern only runs on text holding what every one of its matches holds.
+    standards = _STANDARD.finditer(masked) if any(p in masked for p in _STANDARD_PREFIXES) else ()
+    for match in standards:
         surface = match.group()
         name = re.sub(r"^([A-Z/]+?)[ -]?(\d)", r"\1 \2", surface) if not surface.startswith(("ECMA-", "FIPS")) else surface
         if surface.startswith("ECMA"):
             name = surface.replace(" ", "-")
         mentions.append(Mention(surface, "standard", match.start(), match.end(), 1.0, {"regex": "standard"}, name=name, extractor="patterns"))
-    for match in _VERSION.finditer(masked):
+    for match in _VERSION.finditer(masked) if _DIGIT_DOT_DIGIT.search(masked) else ():
         mentions.append(Mention(match.group(), "version", match.start(), match.end(), 0.9, {"regex": "version"}, extractor="patterns"))
-    for match in _ID.finditer(masked):
+    for match in _ID.finditer(masked) if _DASH_DIGIT.search(masked) else ():
         mentions.append(Mention(match.group(), "id", match.start(), match.end(), 0.9, {"regex": "id"}, extractor="patterns"))
-    for match in _YEAR.finditer(masked):
+    for match in _YEAR.finditer(masked) if _YEAR_DIGITS.search(masked) else ():
         mentions.append(Mention(match.group(1), "DATE", match.start(1), match.end(1), 0.8, {"regex": "year"}, extractor="patterns"))
     return mentions
 
