@@ -367,13 +367,22 @@ _LINK = re.compile(r"`([^`<\n]+?)\s*(?:<[^`>\n]*>)?`__?(?!\w)")
 _CODE = re.compile(r"(?<!`)`([^`\n]+)`(?![`_])")
 _MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
 _BOLD = re.compile(r"\*\*([^*\n]+?)\*\*|(?<![\w*])\*([^*\s][^*\n]*?)\*(?![\w*])")
-_MD_MARKS = re.compile(r"^[ \t]*(?:#{1,6}|[-*+]|\d+[.)]|#\.|>+)(?=[ \t])|\|", re.M)
+# List, heading and quote markers at the start of the text, and after a line break;
+# table pipes go too (see ``_blank_markdown_marks``).
+_MD_MARK = re.compile(r"[ \t]*(?:#{1,6}|[-*+]|\d+[.)]|#\.|>+)(?=[ \t])")
+_MD_LINE_MARK = re.compile(r"\n[ \t]*(?:#{1,6}|[-*+]|\d+[.)]|#\.|>+)(?=[ \t])")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+<>:.])\1{2,}[ \t]*$", re.M)
 _FOOTNOTE = re.compile(r"\[#?[\w-]*\]_")
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+([^\n]+)$|^([^\n]+)\n([=\-~^\"'`#*+])\3{2,}[ \t]*$", re.M)
+_UNDERLINE_START = re.compile(r"\n([=\-~^\"'`#*+])\1\1")  # what an underlined heading holds
 
 _WORD = re.compile(r"[A-Za-z][\w]*(?:[.'’/-][A-Za-z0-9_]+)*|\d+(?:\.\d+)*")
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#\.)[ \t])|\n(?=[ \t]*#)")
+# Sentence ends: [.!?] and closing quotes before a space; a blank line; a line break before
+# a list item or a Markdown heading. Written to open with one character class, which
+# lets the regex engine skip ahead to candidates.
+_SENTENCE_END = re.compile(
+    r"[.!?\n](?:(?<=[.!?])[\"')\]]*(?=\s)|(?<=\n)(?:[ \t]*\n|(?=[ \t]*(?:[-*+•]|\d+[.)]|#\.)[ \t])|(?=[ \t]*#)))"
+)
 
 CODE_ROLES = frozenset(
     """mod func class meth attr data exc const obj program command envvar option file samp
@@ -417,7 +426,7 @@ class Analysis:
         masked = _sub(_CODE, self._code, masked, "`")
         masked = _sub(_MD_LINK, self._mdlink, masked, "](")
         masked = _sub(_BOLD, self._bold, masked, "*")
-        masked = _MD_MARKS.sub(_blank, masked)
+        masked = _blank_markdown_marks(masked)
         self.masked = masked
         self._sentences = None
         self._starts = None
@@ -559,15 +568,42 @@ def _looks_like_code(text):
     return bool(re.search(r"[A-Za-z_]", text))
 
 
+def _heading_lines(text):
+    """``_HEADING_LINE`` matches, skipping the scan when ``text`` holds no heading marks."""
+    if "#" in text or _UNDERLINE_START.search(text):
+        return _HEADING_LINE.finditer(text)
+    return ()
+
+
+def _blank_markdown_marks(text):
+    """List, heading and quote markers at line starts, and table pipes, as blanks."""
+    first = _MD_MARK.match(text)
+    if first:
+        text = " " * first.end() + text[first.end() :]
+    if "\n" in text:
+        text = _MD_LINE_MARK.sub(_blank, text)
+    return text.replace("|", " ")
+
+
 def _heading_spans(text):
     spans = []
-    for match in _HEADING_LINE.finditer(text):
+    for match in _heading_lines(text):
         group = 1 if match.group(1) is not None else 2
         spans.append((match.start(group), match.end(group)))
     return spans
 
 
 _LINE_START = re.compile(r"(?:^|\n)([ \t]*(?:(?:[-*+•]|\d+[.)]|#\.)[ \t]+)?)(?=\S)")
+_LINE_START_AFTER_BREAK = re.compile(r"\n([ \t]*(?:(?:[-*+•]|\d+[.)]|#\.)[ \t]+)?)(?=\S)")
+
+
+def _line_starts(text):
+    """``_LINE_START.finditer(text)``: after the text's start, only a line break (a literal
+    the regex engine can skip ahead to) opens one."""
+    first = _LINE_START.match(text)
+    if first is not None:
+        yield first
+    yield from _LINE_START_AFTER_BREAK.finditer(text, first.end() if first is not None else 0)
 
 
 def _indent_breaks(text):
@@ -577,7 +613,7 @@ def _indent_breaks(text):
     """
     breaks = []
     previous = None
-    for match in _LINE_START.finditer(text):
+    for match in _line_starts(text):
         column = len(match.group(1))
         at = match.start(1)
         if previous is not None and column != previous and text[at - 2 : at] != "\n\n":
@@ -1231,17 +1267,21 @@ def salient_terms(text, title=""):
         # A light scan of the raw text: no masking needed for these few patterns.
         if "```" in text or "~~~" in text:
             text = _FENCE.sub(_blank, text)
-        phrases += [m.group(1) or m.group(2) for m in _HEADING_LINE.finditer(text)]
-        for role, content in _ROLE.findall(text):
+        phrases += [m.group(1) or m.group(2) for m in _heading_lines(text)]
+        for role, content in _ROLE.findall(text) if ":`" in text else ():
             target = re.search(r"<([^<>]+)>\s*$", content)
             if role in TERM_ROLES:
                 if target or not re.fullmatch(r"[\w./-]+", content):
                     phrases.append(content[: target.start()] if target else content)
             elif role in ("mod", "class", "func", "program", "command"):
                 codes.append((target.group(1) if target else content).strip().lstrip("~!."))
-        codes += _LITERAL.findall(text) + _CODE.findall(text)
-        phrases += _LINK.findall(text) + _MD_LINK.findall(text)
-        phrases += [a or b for a, b in _BOLD.findall(text)]
+        if "`" in text:
+            codes += _LITERAL.findall(text) + _CODE.findall(text)
+            phrases += _LINK.findall(text)
+        if "](" in text:
+            phrases += _MD_LINK.findall(text)
+        if "*" in text:
+            phrases += [a or b for a, b in _BOLD.findall(text)]
     for code in codes:
         code = code.strip()
         if code.endswith("()"):
