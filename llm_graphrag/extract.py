@@ -147,11 +147,13 @@ class _Batch:
     """Documents extracted but not yet written: written together in one short transaction.
 
     Seed 004 allows a transaction per file or small batch; one commit per document cost
-    more than the writes themselves.
+    more than the writes themselves. Each transaction rewrites the index pages it touches,
+    so halving their number (from 128 chunks each) shrank the write-ahead log of one run
+    on python3.11-doc by a quarter (1,166 → 890 MB, replaying its writes).
     """
 
-    MAX_CHUNKS = 128
-    MAX_DOCUMENTS = 32
+    MAX_CHUNKS = 256
+    MAX_DOCUMENTS = 64
 
     def __init__(self):
         self.documents = []

@@ -581,6 +581,7 @@ def test_a_failed_bulk_run_leaves_full_text_indexed(tmp_path, monkeypatch):
         return real_write(*args)
 
     monkeypatch.setattr(extract, "_write", failing_write)
+    monkeypatch.setattr(extract._Batch, "MAX_DOCUMENTS", 8)
     with pytest.raises(RuntimeError):
         extract_and_link(db, workers=0)
     triggers, found = _full_text_state(db)
