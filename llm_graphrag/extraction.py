@@ -826,7 +826,9 @@ def pattern_mentions(chunk, context):
 
 
 _CODE_TOKEN = re.compile(
-    r"(?<![\w.`/-])(?:"
+    # Every token below has an underscore, a dot or an ASCII capital after its first
+    # character: the lookahead finds out in one pass over a word, before the alternatives.
+    r"(?<![\w.`/-])(?=[A-Za-z_][^\W_A-Z]*+[_.A-Z])(?:"
     r"_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*"  # snake_case, __main__
     r"|__[a-z]+__(?:\.[a-z]+)?"
     r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # dotted.names, files.txt
