@@ -91,10 +91,38 @@ _PATTERNS = [
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
 ]
 _COMPILED = [(re.compile(p), rel, w, rev) for p, rel, w, rev in _PATTERNS]
-# All triggers in one expression, tried in the order above at each position.
-# The guards make the scan cheap: only lower-case word starts and commas can open a trigger.
+# The words a trigger opens with: every pattern above starts with one of them (a whole
+# word), with a word starting "convert" or with a comma. Add a new pattern's here.
+TRIGGER_LEADS = frozenset(
+    """is are was were be been being used uses use using utilises utilizes employs powered calls
+    depends depend depending relies rely relying requires require needs belongs belong found
+    contains contain includes include consists comprises bundles bundle ships integrates
+    integrate interoperates owns maintains maintain as originally defined specified described
+    documented standardised standardized defines define specifies specify such including like
+    causes cause caused leads lead led results result triggers produces produce produced
+    generates generate creates create releases release emits emit builds build yields forms
+    refers refer obsoletes supersedes replaces extends also often commonly known called
+    abbreviated aka""".split()
+)
+
+
+def _trie(words):
+    """A regular expression matching any of ``words``, branching one letter at a time
+    (the engine tries alternatives one by one: this way only a few per letter)."""
+    if "" in words and len(words) == 1:
+        return ""
+    branches = []
+    for first in sorted({w[0] for w in words if w}):
+        rest = _trie({w[1:] for w in words if w and w[0] == first})
+        branches.append(re.escape(first) + rest)
+    pattern = "(?:" + "|".join(branches) + ")" if len(branches) > 1 else branches[0]
+    return f"(?:{pattern})?" if "" in words else pattern
+
+
+# All triggers in one expression, tried in the order above at each position. The guards
+# make the scan cheap: the alternatives only run where a word start holds a lead word.
 _TRIGGERS = re.compile(
-    r"(?<![A-Za-z0-9_])(?=[a-z,])(?:"
+    r"(?<![A-Za-z0-9_])(?=" + _trie(TRIGGER_LEADS) + r"\b|convert|,)(?:"
     + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS))
     + ")"
 )

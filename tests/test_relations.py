@@ -122,3 +122,35 @@ def test_fact_text():
     assert fact_text("pip", "is_a", "installer program") == "pip is an installer program"
     assert fact_text("Heron", "depends_on", "tidepool") == "Heron depends on tidepool"
     assert fact_text("A", "related_to", "B") == "A is related to B"
+
+
+def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
+    """``TRIGGER_LEADS`` keeps the trigger scan to likely word starts: over the sample
+    corpus, the golden passages and one phrase per pattern, the scan finds exactly what
+    the patterns find without it."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).parent.parent
+    texts = [p.read_text() for p in sorted((root / "sample-corpus").rglob("*.*"))]
+    texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
+    phrases = [
+        "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
+        "A is bundled in B", "A contains B", "A integrates with B", "A is configured via B",
+        "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B",
+        "A is a kind of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
+        "A is caused by B", "A leads to B", "A converts the water into B",
+        "A is located in B", "A supersedes B", "A, also known as B",
+    ]
+    assert len(phrases) == len(relations._PATTERNS)
+    unguarded = re.compile(
+        r"(?<![A-Za-z0-9_])(?=[a-z,])(?:"
+        + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(relations._PATTERNS))
+        + ")"
+    )
+    seen = set()
+    for text in texts + phrases:
+        expected = [(m.span(), m.lastgroup) for m in unguarded.finditer(text)]
+        assert [(m.span(), m.lastgroup) for m in relations._TRIGGERS.finditer(text)] == expected
+        seen.update(group for _, group in expected)
+    assert seen == {f"p{i}" for i in range(len(relations._PATTERNS))}
