@@ -12,6 +12,8 @@ ODD = [
     "   ",
     "[MASK] and [CLS] are special tokens",
     "x[SEP]y",
+    "[UNK] and [PAD] are this tokenizer's added tokens",  # never split into pieces
+    "x[PAD]y (see [UNK]).",
     "tabs\tand\nnewlines",
     "UPPER lower MiXeD",
     "snake_case_name dotted.api.call() --flag=value",
