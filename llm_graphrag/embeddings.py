@@ -50,7 +50,7 @@ _PIECE = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9]")  # a printable ASCII word's pi
 @lru_cache(maxsize=8)
 def _added_token_openers(path):
     """When the model's tokenizer splits words at punctuation as BERT's does, the first
-    characters of its added tokens (``[`` of ``[MASK]``); None when it does not."""
+    characters of its added tokens (``[`` of ``[UNK]``); None when it does not."""
     tokenizer = load_static_model(path).tokenizer
     if type(tokenizer.pre_tokenizer).__name__ != "BertPreTokenizer":
         return None

@@ -38,7 +38,7 @@ def set_setting(db, key, value):
 
 
 DEFERRED_TRIGGERS = "deferred_triggers"  # setting: {table: [[trigger, SQL], ...]} while suspended
-_LEGACY_DEFERRED = ("fts_deferred",)  # the same setting, as version 0.1's bulk runs named it
+_LEGACY_DEFERRED = ("fts_deferred",)  # the same setting as earlier code (1d94e10) named it
 
 
 @contextlib.contextmanager
