@@ -92,12 +92,23 @@ def restore_triggers(db):
             for table, triggers in kept.items():
                 if db[table].detect_fts():
                     db[table].rebuild_fts()
+                if table == "relation_evidence":
+                    recount_evidence(db)  # rows someone else added meanwhile
                 for name, sql in triggers:
                     db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
                     db.execute(sql)
         db.execute(
             f"delete from graphrag_settings where key in ({', '.join('?' for _ in keys)})", keys
         )
+
+
+def recount_evidence(db):
+    """Set ``relations.evidence_count`` from the evidence rows wherever it differs."""
+    db.execute(
+        "update relations set evidence_count = e.n from (select relation_id, count(*) as n "
+        "from relation_evidence group by relation_id) as e "
+        "where e.relation_id = relations.id and relations.evidence_count != e.n"
+    )
 
 
 def schema_version(db):

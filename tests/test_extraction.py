@@ -603,11 +603,15 @@ def test_the_next_run_mends_triggers_a_killed_run_left_suspended(tmp_path):
     triggers = _full_text_state(db)[0]
     suspend_triggers(db, DEFERRED_TRIGGERS)  # as a run killed midway leaves it
     db.execute("insert into entities (type, name, norm) values ('name', 'Quillwort', 'quillwort')")
+    # Evidence someone adds meanwhile is counted when the trigger is put back.
+    relation_id, chunk_id, doc_id = db.execute("select id, chunk_id, (select doc_id from chunks where id = chunk_id) from relations limit 1").fetchone()
+    db.execute("insert into relation_evidence (relation_id, chunk_id, doc_id, sentence) values (?, ?, ?, 'added by hand')", [relation_id, chunk_id, doc_id])
     db.conn.commit()
     assert _full_text_state(db)[0] == []
     assert extract_and_link(db) == {"mentions": 0, "entities_new": 0, "relations": 0}
     assert _full_text_state(db)[0] == triggers
     assert db.execute("select name from entities_fts where entities_fts match 'quillwort'").fetchall() == [("Quillwort",)]
+    assert all(count == rows for _, count, rows in _evidence_counts(db))
     # The setting as the previous version named it is mended too.
     suspend_triggers(db, DEFERRED_TRIGGERS)
     db.execute("update graphrag_settings set key = 'fts_deferred' where key = 'deferred_triggers'")
