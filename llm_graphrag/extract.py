@@ -326,7 +326,7 @@ def _extract_document(document):
     position = {m: i for i, (_, m) in enumerate(ordered)}
     rows, spans, defining = [], {}, set()
     for i, (index, m) in enumerate(ordered):
-        rows.append(_mention_record(m, index, position.get(m.antecedent, -1) if m.antecedent is not None else -1))
+        rows.append(_mention_record(m, index, position.get(m.antecedent, -1)))
         if m.start is None:
             continue
         chunk = chunks[index]
@@ -344,7 +344,7 @@ def _extract_document(document):
                 continue  # not a mention of this document: it links to nothing
             sentence = squashed.get(c.sentence)
             if sentence is None:
-                sentence = squashed[c.sentence] = " ".join(c.sentence.split())[:1000]
+                sentence = squashed[c.sentence] = _squash(c.sentence)
             number = sentence_index.setdefault(sentence, len(sentence_index))
             found.append((index, src, dst, c.rel, c.weight, c.proximity, number, c.extractor))
     return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining)
@@ -412,7 +412,7 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
             link = min(mention.link_score or 1.0, 1.0)
             _add_relation(
                 relations, entity, other, "same_as", round(score * link, 4),
-                chunks[mention.record[_CHUNK]].id, " ".join(mention.snippet.split())[:1000], "linking",
+                chunks[mention.record[_CHUNK]].id, _squash(mention.snippet), "linking",
             )
 
     # Embeddings outside the transaction, for new entities and changed descriptions.
@@ -515,6 +515,11 @@ def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extr
     if confidence > entry["confidence"]:
         entry["confidence"] = confidence
         entry["chunk_id"] = chunk_id
+
+
+def _squash(sentence):
+    """Evidence text: whitespace runs as one space, at most 1000 characters."""
+    return " ".join(sentence.split())[:1000]
 
 
 def _now():
@@ -737,11 +742,11 @@ def _mention_rows(prepared):
     """The document's ``mentions`` rows, in text order: fields from the worker, links from here."""
     doc_id = prepared.extracted.doc_id
     chunk_ids = [chunk.id for chunk in prepared.chunks]
-    return [
-        (
+    rows = []
+    for m in prepared.linked:
+        r = m.record
+        rows.append((
             m.entity.id if m.entity is not None else None, doc_id, chunk_ids[r[_CHUNK]], r[_START], r[_END],
             r[_SURFACE], r[_TYPE], r[_SCORE], m.link_score, r[_FEATURES_JSON], r[_SNIPPET], r[_META],
-        )
-        for m in prepared.linked
-        for r in (m.record,)
-    ]
+        ))
+    return rows

@@ -369,8 +369,9 @@ _MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
 _BOLD = re.compile(r"\*\*([^*\n]+?)\*\*|(?<![\w*])\*([^*\s][^*\n]*?)\*(?![\w*])")
 # List, heading and quote markers at the start of the text, and after a line break;
 # table pipes go too (see ``_blank_markdown_marks``).
-_MD_MARK = re.compile(r"[ \t]*(?:#{1,6}|[-*+]|\d+[.)]|#\.|>+)(?=[ \t])")
-_MD_LINE_MARK = re.compile(r"\n[ \t]*(?:#{1,6}|[-*+]|\d+[.)]|#\.|>+)(?=[ \t])")
+_MD_MARK_TEXT = r"[ \t]*(?:#{1,6}|[-*+]|\d+[.)]|#\.|>+)(?=[ \t])"
+_MD_MARK = re.compile(_MD_MARK_TEXT)
+_MD_LINE_MARK = re.compile(r"\n" + _MD_MARK_TEXT)
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+<>:.])\1{2,}[ \t]*$", re.M)
 _FOOTNOTE = re.compile(r"\[#?[\w-]*\]_")
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+([^\n]+)$|^([^\n]+)\n([=\-~^\"'`#*+])\3{2,}[ \t]*$", re.M)
@@ -593,13 +594,15 @@ def _heading_spans(text):
     return spans
 
 
-_LINE_START = re.compile(r"(?:^|\n)([ \t]*(?:(?:[-*+•]|\d+[.)]|#\.)[ \t]+)?)(?=\S)")
-_LINE_START_AFTER_BREAK = re.compile(r"\n([ \t]*(?:(?:[-*+•]|\d+[.)]|#\.)[ \t]+)?)(?=\S)")
+# A line's start, group 1 its indentation and list marker: at the text's start, or after a
+# line break (a literal the regex engine skips ahead to).
+_LINE_START_TEXT = r"([ \t]*(?:(?:[-*+•]|\d+[.)]|#\.)[ \t]+)?)(?=\S)"
+_LINE_START = re.compile(_LINE_START_TEXT)
+_LINE_START_AFTER_BREAK = re.compile(r"\n" + _LINE_START_TEXT)
 
 
 def _line_starts(text):
-    """``_LINE_START.finditer(text)``: after the text's start, only a line break (a literal
-    the regex engine can skip ahead to) opens one."""
+    """Every line start of ``text`` that precedes a non-space, in order."""
     first = _LINE_START.match(text)
     if first is not None:
         yield first

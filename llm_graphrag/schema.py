@@ -77,6 +77,7 @@ def suspend_triggers(db, triggers):
 
 
 def has_trigger(db, name):
+    """Whether ``db`` has a trigger called ``name``."""
     return db.execute("select 1 from sqlite_master where type = 'trigger' and name = ?", [name]).fetchone() is not None
 
 
