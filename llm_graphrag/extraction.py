@@ -1194,7 +1194,7 @@ def gazetteer_mentions(chunk, context):
     analysis = context.analyze(chunk)
     text = chunk.text
     mentions = []
-    first = gazetteer.first
+    first, spelling = gazetteer.first, gazetteer.spelling
     for tokens in analysis.tokens:
         n = len(tokens)
         k = 0
@@ -1210,7 +1210,7 @@ def gazetteer_mentions(chunk, context):
                     continue
                 key = tuple(t[2].lower() for t in tokens[k : k + length])
                 entry = gazetteer.terms.get(key)
-                if entry:
+                if entry and (length > 1 or spelling.get(key, tokens[k][2]) == tokens[k][2]):
                     matched = (length, entry)
                     break
             if not matched:
@@ -1235,11 +1235,17 @@ class Gazetteer:
     def __init__(self, entries=()):
         self.terms = {}
         self.first = {}
+        # A single word distinctive only by its capitals ("Python", "ANY", the ``To``
+        # of an e-mail header) matches only as written: in lower case it is a plain word.
+        self.spelling = {}
         for term, typ, freq in entries:
-            key = tuple(w.lower() for w in _WORD.findall(term))
-            if not key or key in self.terms or not _distinctive(term, key):
+            words = _WORD.findall(term)
+            key = tuple(w.lower() for w in words)
+            if not key or key in self.terms or not _distinctive(words):
                 continue
             self.terms[key] = (term, typ, freq)
+            if len(words) == 1 and not _IDENTIFIER_MARKS.search(words[0]) and not _mixed_case(words[0]):
+                self.spelling[key] = words[0]
         lengths = {}
         for key in self.terms:
             lengths.setdefault(key[0], set()).add(len(key))
@@ -1249,15 +1255,22 @@ class Gazetteer:
         return len(self.terms)
 
 
-def _distinctive(term, key):
+def _distinctive(words):
     """Worth matching in running text: several words, a proper name or an identifier.
 
-    A single ordinary word ("object", "list") is left to the concept extractor, which
-    knows when it is a noun; as a gazetteer hit it would be tagged everywhere.
+    A single ordinary word ("object", "list", the ``./package/`` of a path) is left to
+    the concept extractor, which knows when it is a noun; as a gazetteer hit it would be
+    tagged everywhere. So is a stop word, capitalised or not.
     """
-    if len(key) > 1:
+    if len(words) > 1:
         return True
-    return bool(re.search(r"[_.\d]", term)) or _mixed_case(term) or term[:1].isupper()
+    word = words[0]
+    if word.lower() in STOPWORDS:
+        return False
+    return bool(_IDENTIFIER_MARKS.search(word)) or _mixed_case(word) or word[:1].isupper()
+
+
+_IDENTIFIER_MARKS = re.compile(r"[_.\d]")
 
 
 def salient_terms(text, title=""):

@@ -5,7 +5,7 @@ import pytest
 
 from llm_graphrag import extraction
 from llm_graphrag.db import open_database
-from llm_graphrag.extract import extract_and_link
+from llm_graphrag.extract import EXTRACTOR_VERSION, extract_and_link
 from llm_graphrag.extraction import (
     ExtractionSettings,
     Analysis,
@@ -280,6 +280,22 @@ def test_salient_terms_and_gazetteer():
     ]
 
 
+def test_gazetteer_single_words_match_only_where_they_are_distinctive():
+    # Code spans of the python3.11-doc corpus: the ``To`` of an e-mail header and a
+    # ``./package/`` path once tagged every "to" and "package" of its prose.
+    gazetteer = Gazetteer(
+        [("To", "code", 40), ("./package/", "code", 30), ("ANY", "code", 20), ("NUMBER", "code", 9),
+         ("Python", "term", 90), ("os.path", "code", 12), ("NumPy", "term", 5)]
+    )
+    assert sorted(gazetteer.terms) == [("number",), ("numpy",), ("os.path",), ("python",)]
+    mentions = mentions_of(
+        "To add a package to Python, see os.path; any number matches NUMBER. Python and numpy agree.",
+        extractors=(extraction.gazetteer_mentions,),
+        gazetteer=gazetteer,
+    )
+    assert [m.surface for m in mentions] == ["Python", "os.path", "NUMBER", "Python", "numpy"]
+
+
 def test_same_span_mentions_merge_keeping_the_specific_type():
     mentions = mentions_of("Reports from AC-01 arrived.", extractors=(extraction.pattern_mentions, extraction.name_mentions))
     assert [(m.name, m.type, m.extractor) for m in mentions] == [("AC-01", "id", "patterns+names")]
@@ -370,7 +386,9 @@ def test_rerunning_on_unchanged_documents_changes_nothing(tmp_path):
     assert extract_and_link(db, doc_ids=[1, 2]) == {"mentions": 0, "entities_new": 0, "relations": 0}
     after = {t: db.execute(f"select * from {t}").fetchall() for t in before}
     assert after == before
-    assert db.execute("select id, extracted_hash from docs").fetchall() == [(1, "h1:1"), (2, "h2:1")]
+    assert db.execute("select id, extracted_hash from docs").fetchall() == [
+        (1, f"h1:{EXTRACTOR_VERSION}"), (2, f"h2:{EXTRACTOR_VERSION}")
+    ]
 
 
 def test_only_the_given_documents_are_extracted(tmp_path):
