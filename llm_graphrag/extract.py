@@ -182,7 +182,7 @@ def _flush(db, batch, linker, embedder, known):
         for prepared in batch.documents:
             for entity in prepared.changed:
                 entity.new = entity.changed = entity.reembed = False
-    linker.unwritten.clear()
+    linker.vectors_written()
     return relation_ids
 
 
@@ -422,8 +422,7 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     reembed = [e for e in changed if e.new or e.reembed]
     entity_vectors = embed.submit(_encode, [entity_text(e) for e in reembed]) if reembed else None
     for row, entity in enumerate(reembed):
-        entity.vector, entity.pending_vector = None, functools.partial(_vector_row, entity_vectors, row)
-        linker.unwritten[entity.id] = entity
+        linker.vector_pending(entity, functools.partial(_vector_row, entity_vectors, row))
     keys = sorted(relations)
     # Only a relation that is new gets a fact vector: skip those already stored or embedded
     # earlier in the batch (one that turns out new after all is embedded inside the

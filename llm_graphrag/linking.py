@@ -128,6 +128,7 @@ class Linker:
         self.deletes = {}
         self.by_token = {}
         self.unwritten = {}  # id -> entity whose new vector is not in the database yet
+        self._unwritten_rows = None  # (ids, matrix) of their vectors, made on first use
         self.next_id = next_id
         for entity in entities:
             self._index(entity)
@@ -218,9 +219,9 @@ class Linker:
         ):
             return []
         hits = {entity_id: similarity for entity_id, similarity in self.vector_search(vector, 3)}
-        for entity in self.unwritten.values():
-            if entity.vector is not None or entity.pending_vector is not None:
-                hits[entity.id] = float(np.dot(vector, self.entity_vector(entity)))
+        ids, matrix = self._unwritten_vectors()
+        if ids:
+            hits.update(zip(ids, (matrix @ vector).tolist()))
         found = []
         for entity_id, similarity in sorted(hits.items(), key=lambda h: (-h[1], h[0]))[:3]:
             entity = self.entities.get(entity_id)
@@ -230,6 +231,26 @@ class Linker:
             ):
                 found.append(entity)
         return found
+
+    def _unwritten_vectors(self):
+        """``(ids, matrix)`` of the vectors not in the database yet, one row per entity."""
+        if self._unwritten_rows is None:
+            entities = [e for e in self.unwritten.values() if e.vector is not None or e.pending_vector is not None]
+            vectors = [self.entity_vector(e) for e in entities]
+            matrix = np.array(vectors, dtype=np.float32) if vectors else None
+            self._unwritten_rows = [e.id for e in entities], matrix
+        return self._unwritten_rows
+
+    def vector_pending(self, entity, pending_vector):
+        """Note that ``entity`` gets a new vector, which is not in the database yet."""
+        entity.vector, entity.pending_vector = None, pending_vector
+        self.unwritten[entity.id] = entity
+        self._unwritten_rows = None
+
+    def vectors_written(self):
+        """The unwritten vectors are in the database now (vector search finds them)."""
+        self.unwritten.clear()
+        self._unwritten_rows = None
 
     def fuzzy_candidates(self, mention):
         """Entities within edit distance 1 of the norm, or sharing ≥ 60% of the words."""

@@ -200,3 +200,24 @@ def test_vector_candidates():
     entity, score, created = linker.link(m)
     assert (entity.id, created) == (3, True)
     assert searched[-1] == ([pytest.approx(0.8), pytest.approx(0.6)], 3)
+
+
+def test_vector_candidates_include_vectors_not_written_yet():
+    embedder = FakeEmbedder({"*": [1.0, 0.0]})
+    stored = []  # what the database's vector search sees
+    linker = Linker(embedder=embedder, vector_search=lambda vector, k: stored[:k])
+    index = linker.create(mention("Python Package Index"))
+    other = linker.create(mention("Cheese Shop"))
+    linker.vector_pending(index, lambda: np.array([0.8, 0.6], dtype=np.float32))
+    linker.vector_pending(other, lambda: np.array([0.0, 1.0], dtype=np.float32))
+    probe = mention("PyPI")
+    assert linker.vector_candidates(probe, np.array([0.8, 0.6], dtype=np.float32)) == [index]
+    # A new vector (the description changed) replaces the one computed before.
+    linker.vector_pending(index, lambda: np.array([0.0, 1.0], dtype=np.float32))
+    assert linker.vector_candidates(probe, np.array([0.8, 0.6], dtype=np.float32)) == []
+    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == [index, other]
+    # Once written, the database's search finds them instead.
+    linker.vectors_written()
+    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == []
+    stored.append((other.id, 0.99))
+    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == [other]
