@@ -43,10 +43,14 @@ class Entity:
     reembed: bool = False
     vector: object = None
     pending_vector: object = None  # called for the vector while it is computed elsewhere
+    _tokens: tuple = field(default=None, init=False, repr=False)  # (name, its tokens)
 
     @property
     def tokens(self):
-        return frozenset(_tokens(self.name))
+        """The name's normalized words (computed once per name)."""
+        if self._tokens is None or self._tokens[0] is not self.name:
+            self._tokens = (self.name, frozenset(_tokens(self.name)))
+        return self._tokens[1]
 
     def add_alias(self, surface):
         surface = " ".join(surface.split())
