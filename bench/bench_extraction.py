@@ -8,8 +8,11 @@
 Speed: every ``.rst.txt`` source becomes one document, cut into paragraph-aligned chunks of
 about 300 words and written straight into a fresh database (not timed); then
 ``extract_and_link`` runs over all of them (timed, median of ``--runs`` fresh databases),
-with its default worker processes (one per CPU). Quality: the passages under
-``tests/golden/`` are extracted in a fresh database and compared with their hand annotations (precision, recall and F1 for entities and for relations).
+with its default worker processes (one per CPU). ``calibration_ms_per_run``, a fixed
+single-core workload timed before each run, tells how fast the shared machine was then.
+Quality: the passages under ``tests/golden/`` are extracted in a fresh database and
+compared with their hand annotations (precision, recall and F1 for entities and for
+relations).
 """
 
 import argparse
@@ -27,7 +30,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
-from common import machine  # noqa: E402
+from common import calibration_ms, machine  # noqa: E402
 
 from llm_graphrag import parallel  # noqa: E402
 from llm_graphrag.db import open_database  # noqa: E402
@@ -109,7 +112,7 @@ def bench_speed(runs, limit, compare):
     files = sorted(CORPUS.rglob("*.rst.txt"))[: limit or None]
     if not files:
         sys.exit(f"No corpus at {CORPUS}: apt-get install -y python3.11-doc")
-    timings, cpu, worker_cpu, single = [], [], [], []
+    timings, cpu, worker_cpu, single, calibration = [], [], [], [], []
     for run in range(runs):
         if compare:
             single.append(one_process_seconds(files))
@@ -121,6 +124,7 @@ def bench_speed(runs, limit, compare):
                 from llm_graphrag.embeddings import embedder_for
 
                 embedder_for(db).encode(["warm up"])
+            calibration.append(calibration_ms())
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
             start, cpu_start = time.perf_counter(), time.process_time()
             result = extract_and_link(db)
@@ -161,6 +165,7 @@ def bench_speed(runs, limit, compare):
         "cpu_seconds_this_process": [round(t, 2) for t in cpu],
         "cpu_seconds_workers": [round(t, 2) for t in worker_cpu],
         "load_average": os.getloadavg()[0],
+        "calibration_ms_per_run": calibration,
         "peak_rss_mb": round(peak_mb, 1),
         "result": result,
         "rerun_result": again,

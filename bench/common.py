@@ -3,8 +3,10 @@
 import os
 import pathlib
 import platform
+import statistics
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
@@ -29,6 +31,24 @@ def machine():
         f"cpu: {cpu}; cores: {os.cpu_count()}; python {platform.python_version()}; "
         f"sqlite {sqlite3.sqlite_version}; load average: {load}"
     )
+
+
+def calibration_ms(rounds=5):
+    """Milliseconds a fixed single-core workload takes (median of ``rounds``).
+
+    The speed of these shared machines moves with their other tenants' load, which the
+    load average inside a VM does not show: the same code has run twice as slowly an hour
+    apart. A figure taken beside a benchmark's tells how fast the machine was then.
+    """
+    timings = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        words = {}
+        for i in range(200_000):
+            key = f"w{i % 5000}"
+            words[key] = words.get(key, 0) + len(key.upper())
+        timings.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(timings), 1)
 
 
 def python_docs():
