@@ -727,7 +727,8 @@ class ExtractionContext:
         self._analyses = {}
 
 
-_PROPER = re.compile(r"(?<=[a-z,;:)] )([A-Z][a-z]+[A-Za-z]*)")
+# Opens with the capital, as _CODE with its backtick: the engine skips ahead to capitals.
+_PROPER = re.compile(r"([A-Z](?<=[a-z,;:)] [A-Z])[a-z]+[A-Za-z]*)")
 
 
 def proper_words(texts):
@@ -796,7 +797,11 @@ _STANDARD_PREFIXES = ("RFC", "PEP", "ISO", "IEC", "IEEE", "ECMA", "FIPS", "ANSI"
 _STANDARD = re.compile(
     r"\b(?:RFC|PEP|ISO(?:/IEC)?|IEC|IEEE|ECMA|FIPS|ANSI|NIST SP|BCP|STD)[ -]?\d+(?:[-:.]\d+)*(?![\w.]*\w)"
 )
-_VERSION = re.compile(r"(?<![\w.\-/])v?\d+\.\d+(?:\.\d+){0,2}(?:(?:a|b|rc|\.dev|\.post|-alpha|-beta|-rc)\d*)?(?![\w.]*\d|[%\w])")
+# ``v?\d+`` written as its first character, then the rest of it, to open with a class.
+_VERSION = re.compile(
+    r"[v\d](?<![\w.\-/][v\d])(?:(?<=v)\d+|(?<=\d)\d*)\.\d+(?:\.\d+){0,2}"
+    r"(?:(?:a|b|rc|\.dev|\.post|-alpha|-beta|-rc)\d*)?(?![\w.]*\d|[%\w])"
+)
 _ID = re.compile(r"\b(?:[A-Z][A-Z0-9]{1,}-\d+[A-Z0-9]*(?:-\d+)*|CVE-\d{4}-\d+|(?:bpo|gh|GH)-\d{3,})\b")
 # What every match of the three patterns above and the year's below holds: cheap to find.
 _DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
@@ -1397,8 +1402,10 @@ def _rank(m):
     return (TYPE_PRIORITY.get(m.type, 4), m.score)
 
 
+# "It", "They", "Its" and "This module"-style phrases, written by first letter so that the
+# pattern opens with a class (the engine skips ahead to candidates); group 1 is the noun.
 _PRONOUN = re.compile(
-    r"\b(?:(It|it|They|they|Its|its)|(?:(This|this|These|these|The|the) (module|package|library|"
+    r"[IiTt](?<!\w[IiTt])(?:(?<=[Ii])ts?|(?<=[Tt])(?:hey|(?:his|hese|he) (module|package|library|"
     r"function|method|class|service|tool|program|command|format|protocol|standard|api|API|object|"
     r"type|file|interface|framework|application|system|project|database|server|device|process)))\b"
 )
@@ -1428,11 +1435,11 @@ def coref_lite(chunk, mentions, analysis, subject=None):
         start, end = match.span()
         if (start, end) in taken or _expletive(masked, end):
             continue
-        noun = (match.group(3) or "").lower()
+        noun = (match.group(1) or "").lower()
         index = analysis.sentence_of(start)
         sentence_start = analysis.sentences[index][0]
         opening = start == sentence_start
-        if noun and match.group(2) in ("The", "the") and not opening:
+        if noun and masked[start : start + 4] in ("The ", "the ") and not opening:
             continue
         before = [m for m in by_sentence.get(index, ()) if m.end <= start]
         previous = None
