@@ -572,7 +572,7 @@ def _looks_like_code(text):
     return bool(re.search(r"[A-Za-z_]", text))
 
 
-def _heading_lines(text):
+def heading_lines(text):
     """``_HEADING_LINE`` matches, skipping the scan when ``text`` holds no heading marks."""
     if "#" in text or _UNDERLINE_START.search(text):
         return _HEADING_LINE.finditer(text)
@@ -591,7 +591,7 @@ def _blank_markdown_marks(text):
 
 def _heading_spans(text):
     spans = []
-    for match in _heading_lines(text):
+    for match in heading_lines(text):
         group = 1 if match.group(1) is not None else 2
         spans.append((match.start(group), match.end(group)))
     return spans
@@ -1293,7 +1293,7 @@ def salient_terms(text, title=""):
         # A light scan of the raw text: no masking needed for these few patterns.
         if "```" in text or "~~~" in text:
             text = _FENCE.sub(_blank, text)
-        phrases += [m.group(1) or m.group(2) for m in _heading_lines(text)]
+        phrases += [m.group(1) or m.group(2) for m in heading_lines(text)]
         for role, content in _ROLE.findall(text) if ":`" in text else ():
             target = re.search(r"<([^<>]+)>\s*$", content)
             if role in TERM_ROLES:

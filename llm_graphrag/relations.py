@@ -13,6 +13,8 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
+from .extraction import heading_lines
+
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
 REL_PHRASES = {
@@ -313,7 +315,6 @@ def _subsequence(letters, text):
 _DEPENDENCY_HEADING = re.compile(r"\b(?:dependencies|dependency|requirements|prerequisites|requires)\b", re.I)
 _CITES_HEADING = re.compile(r"\b(?:see also|references|related|further reading|bibliography)\b", re.I)
 _SEEALSO_DIRECTIVE = re.compile(r"^([ \t]*)\.\. seealso::[^\n]*\n((?:[ \t]*\n|\1[ \t]+[^\n]*\n?)*)", re.M)
-_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+([^\n]+)$|^([^\n]+)\n([=\-~^\"'`#*+])\3{2,}[ \t]*$", re.M)
 
 
 def structural_relations(chunk, mentions, context):
@@ -350,7 +351,7 @@ def _section_spans(chunk, heading_re):
     last_heading = trail[-1] if len(trail) > 1 else ""  # the first heading is the title
     title = (chunk.title or "").strip().lower()
     headings = [
-        (m.start(), m.end(), m.group(1) or m.group(2)) for m in _HEADING.finditer(text)
+        (m.start(), m.end(), m.group(1) or m.group(2)) for m in heading_lines(text)
         if (m.group(1) or m.group(2)).strip().lower() != title
     ]
     spans = []
