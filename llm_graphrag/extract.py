@@ -710,6 +710,20 @@ def _features_json(features):
 
 
 _string = json.encoder.encode_basestring
+_META_TEXTS = {}
+
+
+def _meta_json(extractor, name, norm):
+    """A mention's ``meta``; they recur (python3.11-doc has one distinct per five), so
+    each is encoded once."""
+    key = (extractor, name, norm)
+    text = _META_TEXTS.get(key)
+    if text is None:
+        text = f'{{"extractor": {_string(extractor)}, "name": {_string(name)}, "norm": {_string(norm)}}}'
+        if len(_META_TEXTS) >= 100_000:
+            _META_TEXTS.clear()
+        _META_TEXTS[key] = text
+    return text
 
 # A mention record: its row's fields as found, then what linking and descriptions read.
 (_START, _END, _SURFACE, _TYPE, _SCORE, _FEATURES_JSON, _SNIPPET, _META, _CHUNK, _NAME, _NORM,
@@ -728,7 +742,7 @@ def _mention_record(m, chunk_index, antecedent):
         round(m.score, 4),
         _features_json(features),
         m.snippet,
-        f'{{"extractor": {_string(m.extractor)}, "name": {_string(m.name)}, "norm": {_string(m.norm)}}}',
+        _meta_json(m.extractor, m.name, m.norm),
         chunk_index,
         m.name,
         m.norm,
