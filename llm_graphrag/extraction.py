@@ -1243,7 +1243,7 @@ class Gazetteer:
     def __init__(self, entries=()):
         self.terms = {}
         self.first = {}
-        # A single word distinctive only by its capitals ("Python", "ANY", the ``To``
+        # A single word distinctive only by its capitals ("Python", "NUMBER", the ``To``
         # of an e-mail header) matches only as written: in lower case it is a plain word.
         self.spelling = {}
         for term, typ, freq in entries:
