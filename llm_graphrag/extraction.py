@@ -793,9 +793,11 @@ def markup_mentions(chunk, context):
     return mentions
 
 
-_STANDARD_PREFIXES = ("RFC", "PEP", "ISO", "IEC", "IEEE", "ECMA", "FIPS", "ANSI", "NIST SP", "BCP", "STD")
+# Standards bodies and series, tried in this order; their names are also the needles that
+# tell whether a text can hold a standard at all.
+_STANDARD_NAMES = ("RFC", "PEP", "ISO/IEC", "ISO", "IEC", "IEEE", "ECMA", "FIPS", "ANSI", "NIST SP", "BCP", "STD")
 _STANDARD = re.compile(
-    r"\b(?:RFC|PEP|ISO(?:/IEC)?|IEC|IEEE|ECMA|FIPS|ANSI|NIST SP|BCP|STD)[ -]?\d+(?:[-:.]\d+)*(?![\w.]*\w)"
+    r"\b(?:" + "|".join(map(re.escape, _STANDARD_NAMES)) + r")[ -]?\d+(?:[-:.]\d+)*(?![\w.]*\w)"
 )
 # ``v?\d+`` written as its first character, then the rest of it, to open with a class.
 _VERSION = re.compile(
@@ -820,7 +822,7 @@ def pattern_mentions(chunk, context):
     masked = context.analyze(chunk).masked
     mentions = []
     # Each pattern only runs on text holding what every one of its matches holds.
-    standards = _STANDARD.finditer(masked) if any(p in masked for p in _STANDARD_PREFIXES) else ()
+    standards = _STANDARD.finditer(masked) if any(name in masked for name in _STANDARD_NAMES) else ()
     for match in standards:
         surface = match.group()
         name = re.sub(r"^([A-Z/]+?)[ -]?(\d)", r"\1 \2", surface) if not surface.startswith(("ECMA-", "FIPS")) else surface

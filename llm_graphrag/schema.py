@@ -139,9 +139,7 @@ def ensure_schema(db, model_id=None, dimensions=None):
         migrations.apply(db)
     # llm's own migrations rebuild the embeddings table, which drops triggers:
     # recreate ours whenever they are missing.
-    if not db.execute(
-        "select 1 from sqlite_master where type = 'trigger' and name = 'embeddings_vec_insert_facts'"
-    ).fetchone():
+    if not has_trigger(db, "embeddings_vec_insert_facts"):
         with db.atomic():
             create_vector_triggers(db)
     return db
