@@ -37,7 +37,7 @@ def calibration_ms(rounds=5):
     """Milliseconds a fixed single-core workload takes (median of ``rounds``).
 
     The speed of these shared machines moves with their other tenants' load, which the
-    load average inside a VM does not show: the same code has run twice as slowly an hour
+    load average inside a VM does not show: the same code has run twice as slowly two hours
     apart. A figure taken beside a benchmark's tells how fast the machine was then.
     """
     timings = []

@@ -251,6 +251,40 @@ def test_vector_triggers_follow_inserts_updates_and_deletes(tmp_path):
     assert stored("entity_vec", "entity_id") == [(7, 1)]
 
 
+def test_vector_indexes_span_several_chunks(tmp_path):
+    """New vec0 indexes hold VECTOR_CHUNK_SIZE vectors per chunk: writing, replacing and
+    searching work across chunk boundaries."""
+    import numpy as np
+
+    from llm_graphrag.embeddings import write_embeddings
+    from llm_graphrag.schema import VECTOR_CHUNK_SIZE
+
+    db = open_database(tmp_path / "g.db")
+    (sql,) = db.execute("select sql from sqlite_master where name = 'entity_vec'").fetchone()
+    assert f"chunk_size={VECTOR_CHUNK_SIZE}" in sql and VECTOR_CHUNK_SIZE == 128
+    count = 2 * VECTOR_CHUNK_SIZE + 44  # three chunks, the last one partly filled
+    vectors = np.random.default_rng(7).standard_normal((count, 256)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with db.atomic():
+        write_embeddings(db, "entities", range(1, count + 1), vectors)
+    with db.atomic():  # replace two vectors, one in the first chunk and one in the last
+        write_embeddings(db, "entities", [5, count - 1], vectors[[0, 1]])
+    assert db.execute("select count(*) from entity_vec").fetchone() == (count,)
+    assert db.execute("select count(*) from entity_vec_chunks").fetchone() == (3,)
+
+    def nearest(vector):
+        return [
+            entity_id for entity_id, _ in db.execute(
+                "select entity_id, distance from entity_vec where embedding match ? and k = 3",
+                [vector.astype("<f4").tobytes()],
+            )
+        ]
+
+    assert nearest(vectors[200])[0] == 201
+    assert set(nearest(vectors[0])[:2]) == {1, 5}
+    assert set(nearest(vectors[1])[:2]) == {2, count - 1}
+
+
 def test_chunk_vectors_weight_the_prelude():
     import numpy as np
 
