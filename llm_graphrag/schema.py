@@ -22,11 +22,11 @@ VECTOR_INDEXES = {
     "entities": ("entity_vec", "entity_id", "entities"),
     "facts": ("fact_vec", "relation_id", "relations"),
 }
-# Vectors per vec0 chunk (sqlite-vec's default is 1024). Each insert writes into its
-# chunk's blob at the vector's offset, which SQLite reaches page by page: 128 vectors
-# (32 pages) instead of 1024 (256) cut the instructions of writing 60,000 entity vectors
-# by a tenth, and a brute-force search is as fast.
-VECTOR_CHUNK_SIZE = 128
+# Vectors per vec0 chunk: sqlite-vec's default, written out. 128 cut the instructions of
+# writing 60,000 entity vectors by a tenth (an insert reaches its offset through 32 pages,
+# not 256), but made exact k=50 scans of 1M vectors about 15% slower
+# (bench/bench_retrieval.py knn): not worth 1% of an extraction run.
+VECTOR_CHUNK_SIZE = 1024
 
 
 def get_setting(db, key, default=None):

@@ -252,7 +252,7 @@ def test_vector_triggers_follow_inserts_updates_and_deletes(tmp_path):
 
 
 def test_vector_indexes_span_several_chunks(tmp_path):
-    """New vec0 indexes hold VECTOR_CHUNK_SIZE vectors per chunk: writing, replacing and
+    """vec0 indexes hold VECTOR_CHUNK_SIZE vectors per chunk: writing, replacing and
     searching work across chunk boundaries."""
     import numpy as np
 
@@ -261,7 +261,7 @@ def test_vector_indexes_span_several_chunks(tmp_path):
 
     db = open_database(tmp_path / "g.db")
     (sql,) = db.execute("select sql from sqlite_master where name = 'entity_vec'").fetchone()
-    assert f"chunk_size={VECTOR_CHUNK_SIZE}" in sql and VECTOR_CHUNK_SIZE == 128
+    assert f"chunk_size={VECTOR_CHUNK_SIZE}" in sql and VECTOR_CHUNK_SIZE == 1024
     count = 2 * VECTOR_CHUNK_SIZE + 44  # three chunks, the last one partly filled
     vectors = np.random.default_rng(7).standard_normal((count, 256)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
