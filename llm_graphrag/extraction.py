@@ -1400,8 +1400,13 @@ def resolve_overlaps(mentions):
     return kept
 
 
+# A type no built-in extractor gives (a plugin's "vessel") names that extractor's own
+# domain: it wins a span over spaCy's generic labels, not over identifiers.
+OWN_TYPE_PRIORITY = 5.5
+
+
 def _rank(m):
-    return (TYPE_PRIORITY.get(m.type, 4), m.score)
+    return (TYPE_PRIORITY.get(m.type, OWN_TYPE_PRIORITY), m.score)
 
 
 # "It", "They", "Its" and "This module"-style phrases, written by first letter so that the

