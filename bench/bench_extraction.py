@@ -9,7 +9,8 @@ Speed: every ``.rst.txt`` source becomes one document, cut into paragraph-aligne
 about 300 words and written straight into a fresh database (not timed); then
 ``extract_and_link`` runs over all of them (timed, median of ``--runs`` fresh databases),
 with its default worker processes (one per CPU). ``calibration_ms_per_run``, a fixed
-single-core workload timed before each run, tells how fast the shared machine was then.
+single-core workload timed before each run, tells how fast the shared machine was then, and
+``cores_busy_per_run`` how much of it the run got.
 Quality: the passages under ``tests/golden/`` are extracted in a fresh database and
 compared with their hand annotations (precision, recall and F1 for entities and for
 relations).
@@ -172,6 +173,9 @@ def bench_speed(runs, limit, compare):
         "extract_settings": SETTINGS,
         "cpu_seconds_this_process": [round(t, 2) for t in cpu],
         "cpu_seconds_workers": [round(t, 2) for t in worker_cpu],
+        # CPU seconds of all processes per second of the run: 2.0 is both cores busy
+        # throughout; about 1.0 while every process had work means the machine gave one core.
+        "cores_busy_per_run": [round((a + b) / t, 2) for a, b, t in zip(cpu, worker_cpu, timings)],
         "load_average": os.getloadavg()[0],
         "calibration_ms_per_run": calibration,
         "peak_rss_mb": round(peak_mb, 1),
