@@ -710,20 +710,14 @@ def _features_json(features):
 
 
 _string = json.encoder.encode_basestring
-_META_TEXTS = {}
 
 
+@functools.lru_cache(maxsize=100_000)
 def _meta_json(extractor, name, norm):
     """A mention's ``meta``; they recur (python3.11-doc has one distinct per five), so
-    each is encoded once."""
-    key = (extractor, name, norm)
-    text = _META_TEXTS.get(key)
-    if text is None:
-        text = f'{{"extractor": {_string(extractor)}, "name": {_string(name)}, "norm": {_string(norm)}}}'
-        if len(_META_TEXTS) >= 100_000:
-            _META_TEXTS.clear()
-        _META_TEXTS[key] = text
-    return text
+    each is encoded once, and the same text pickles as a reference."""
+    return f'{{"extractor": {_string(extractor)}, "name": {_string(name)}, "norm": {_string(norm)}}}'
+
 
 # A mention record: its row's fields as found, then what linking and descriptions read.
 (_START, _END, _SURFACE, _TYPE, _SCORE, _FEATURES_JSON, _SNIPPET, _META, _CHUNK, _NAME, _NORM,
