@@ -11,6 +11,11 @@ import sqlite_utils
 
 CACHE_SIZE_KIB = 65536
 BUSY_TIMEOUT_MS = 5000
+# Prepared statements a connection keeps. The sqlite3 module's cache drops its least used
+# entry, and a new one goes in last: once creating a schema has filled the default 100,
+# each statement of an extraction's per-document round evicted the one before it, and
+# was prepared again for every document (10,948 times in one run on python3.11-doc).
+CACHED_STATEMENTS = 512
 
 
 class ExtensionsUnavailable(Exception):
@@ -80,7 +85,7 @@ def connect(path, check_same_thread=True):
             raise FileNotFoundError(
                 f"Directory {parent} does not exist: create it before using {path}"
             )
-    conn = sqlite3.connect(path, check_same_thread=check_same_thread)
+    conn = sqlite3.connect(path, check_same_thread=check_same_thread, cached_statements=CACHED_STATEMENTS)
     configure(conn)
     return conn
 

@@ -271,28 +271,59 @@ def collection_id(db, name):
 
 
 def write_embeddings(db, collection, ids, vectors, texts=None):
-    """Write vectors into llm's ``embeddings`` table; triggers mirror them into vec0.
+    """Write vectors into llm's ``embeddings`` table and the collection's vec0 index.
 
     Call inside the caller's transaction. ``texts`` (optional) only feeds the content hash.
+    A trigger copies the rows into vec0; while a bulk extraction has it suspended, this
+    writes them there itself, which costs a third less than the trigger's statement.
     """
+    from .schema import VECTOR_INDEXES, VECTOR_INSERT_TRIGGER, has_trigger
+
     cid = collection_id(db, collection)
     now = int(time.time())
     vectors = np.asarray(vectors, dtype="<f4")
+    # bytearray, not bytes: sqlite3 binds it without looking for an adapter first,
+    # which took longer than writing the row's kilobyte.
+    blobs = [bytearray(vector) for vector in vectors]
     rows = [
         (
             cid,
             str(ident),
-            vectors[i].tobytes(),
-            llm.Collection.content_hash(texts[i]) if texts is not None else None,
+            blobs[i],
+            bytearray(llm.Collection.content_hash(texts[i])) if texts is not None else None,
             now,
         )
         for i, ident in enumerate(ids)
     ]
+    mirror = collection in VECTOR_INDEXES and not has_trigger(db, VECTOR_INSERT_TRIGGER + collection)
+    if mirror:
+        table, pk, _ = VECTOR_INDEXES[collection]
+        # vec0 has no upsert: first remove the vectors that these rows replace.
+        replaced = _stored_ids(db, cid, [row[1] for row in rows])
+        db.conn.executemany(f"delete from {table} where {pk} = ?", [(int(ident),) for ident in replaced])
     db.conn.executemany(
         "insert or replace into embeddings (collection_id, id, embedding, content_hash, updated) "
         "values (?, ?, ?, ?, ?)",
         rows,
     )
+    if mirror:
+        db.conn.executemany(
+            f"insert into {table} ({pk}, embedding) values (?, ?)",
+            [(int(ident), blob) for ident, blob in zip(ids, blobs)],
+        )
+
+
+def _stored_ids(db, cid, ids):
+    """Those of ``ids`` (strings) that the collection ``cid`` has rows for."""
+    # One statement for any number of ids: a list of marks per length would fill the
+    # connection's statement cache.
+    return [
+        ident
+        for (ident,) in db.execute(
+            "select id from embeddings where collection_id = ? and id in (select value from json_each(?))",
+            [cid, json.dumps(ids)],
+        )
+    ]
 
 
 def to_blob(vector):

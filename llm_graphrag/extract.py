@@ -31,7 +31,7 @@ from .extraction import (
 )
 from .linking import Linker, entity_text
 from .relations import SYMMETRIC, fact_text
-from .schema import get_setting, has_trigger, restore_triggers, triggers_deferred
+from .schema import VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, triggers_deferred
 
 # Part of every extracted document's hash: raised when extraction gives other results, so
 # that ``extract`` redoes what an earlier version extracted (2: gazetteer single words).
@@ -69,13 +69,15 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
 
 
 # Triggers a bulk run (at least as many documents as were extracted before) suspends:
-# it indexes entities' and relations' full text once at the end, and counts relations'
-# evidence itself (see ``_write``).
+# it indexes entities' and relations' full text once at the end, counts relations'
+# evidence itself (see ``_write``) and writes entity and fact vectors into their vec0
+# indexes itself (see ``write_embeddings``).
 EVIDENCE_TRIGGER = "relation_evidence_added"  # relations.evidence_count + 1 per evidence row
 DEFERRED_TRIGGERS = {
     "entities": ("entities_ai", "entities_ad", "entities_au"),
     "relations": ("relations_ai", "relations_ad", "relations_au"),
     "relation_evidence": (EVIDENCE_TRIGGER,),
+    "embeddings": (VECTOR_INSERT_TRIGGER + "entities", VECTOR_INSERT_TRIGGER + "facts"),
 }
 
 
@@ -663,11 +665,11 @@ class _KnownRelations:
         return found
 
 
-def _relation_rows(conn, keys, size=300):
+def _relation_rows(conn, keys, size=256):
     """``{(src_id, dst_id, rel): (id, evidence_count)}`` of the stored relations among ``keys``."""
     found = {}
     for start in range(0, len(keys), size):
-        batch = keys[start : start + size]
+        batch = _padded(keys[start : start + size])
         marks = ", ".join("(?, ?, ?)" for _ in batch)
         params = [value for key in batch for value in key]
         for src_id, dst_id, rel, relation_id, evidence_count in conn.execute(
@@ -678,10 +680,16 @@ def _relation_rows(conn, keys, size=300):
     return found
 
 
+def _padded(batch):
+    """``batch`` padded to a power of two by repeating its last item, for ``in (...)``: a
+    few statement shapes, each prepared once, not one per length (``db.CACHED_STATEMENTS``)."""
+    return batch + batch[-1:] * ((1 << (len(batch) - 1).bit_length()) - len(batch))
+
+
 def _recompute(conn, relation_ids):
     """Weight and confidence of relations that lost evidence, from what remains."""
-    for start in range(0, len(relation_ids), 500):
-        batch = relation_ids[start : start + 500]
+    for start in range(0, len(relation_ids), 512):
+        batch = _padded(relation_ids[start : start + 512])
         marks = ", ".join("?" for _ in batch)
         conn.execute(
             f"update relations set weight = (select round(total(confidence), 4) from relation_evidence e "

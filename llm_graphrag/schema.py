@@ -27,6 +27,8 @@ VECTOR_INDEXES = {
 # not 256), but made exact k=50 scans of 1M vectors about 15% slower
 # (bench/bench_retrieval.py knn): not worth 1% of an extraction run.
 VECTOR_CHUNK_SIZE = 1024
+# ``embeddings_vec_insert_<collection>`` copies a collection's new vectors into its index.
+VECTOR_INSERT_TRIGGER = "embeddings_vec_insert_"
 
 
 def get_setting(db, key, default=None):
@@ -100,6 +102,9 @@ def restore_triggers(db):
                     db[table].rebuild_fts()
                 if table == "relation_evidence":
                     recount_evidence(db)  # rows someone else added meanwhile
+                if table == "embeddings":
+                    for name, _ in triggers:
+                        mirror_missing_vectors(db, name.removeprefix(VECTOR_INSERT_TRIGGER))
                 for name, sql in triggers:
                     db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
                     db.execute(sql)
@@ -114,6 +119,19 @@ def recount_evidence(db):
         "update relations set evidence_count = e.n from (select relation_id, count(*) as n "
         "from relation_evidence group by relation_id) as e "
         "where e.relation_id = relations.id and relations.evidence_count != e.n"
+    )
+
+
+def mirror_missing_vectors(db, collection):
+    """Copy into the collection's vec0 index the vectors of ``embeddings`` it lacks:
+    those another writer added while its insert trigger was suspended."""
+    table, pk, _ = VECTOR_INDEXES[collection]
+    db.execute(
+        f"insert into {table} ({pk}, embedding) select cast(e.id as integer), e.embedding "
+        "from embeddings e where e.collection_id = (select id from collections where name = ?) "
+        f"and e.id glob '[0-9]*' and e.embedding is not null and cast(e.id as integer) not in "
+        f"(select {pk} from {table})",
+        [collection],
     )
 
 
@@ -139,7 +157,9 @@ def ensure_schema(db, model_id=None, dimensions=None):
         migrations.apply(db)
     # llm's own migrations rebuild the embeddings table, which drops triggers:
     # recreate ours whenever they are missing.
-    if not has_trigger(db, "embeddings_vec_insert_facts"):
+    # Not while a bulk extraction has them suspended: it mirrors vectors itself meanwhile.
+    suspended = get_setting(db, DEFERRED_TRIGGERS, {})
+    if not has_trigger(db, "embeddings_vec_insert_facts") and "embeddings" not in suspended:
         with db.atomic():
             create_vector_triggers(db)
     return db
@@ -313,7 +333,7 @@ def create_vector_triggers(db):
         for event in ("insert", "update", "delete"):
             db.execute(f"DROP TRIGGER IF EXISTS embeddings_vec_{event}_{name}")
         db.execute(
-            f"CREATE TRIGGER embeddings_vec_insert_{name} AFTER INSERT ON embeddings "
+            f"CREATE TRIGGER {VECTOR_INSERT_TRIGGER}{name} AFTER INSERT ON embeddings "
             f"WHEN {wanted} BEGIN\n  {insert}\nEND"
         )
         db.execute(

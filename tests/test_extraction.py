@@ -1,6 +1,7 @@
 import pathlib
 import re
 
+import numpy as np
 import pytest
 
 from llm_graphrag import extraction
@@ -553,6 +554,18 @@ def _full_text_state(db):
     return triggers, found
 
 
+def _vector_state(db):
+    """The vector triggers, and every vector of the entity and fact vec0 indexes."""
+    triggers = db.execute(
+        "select name, sql from sqlite_master where type = 'trigger' and name glob 'embeddings_vec_*' order by name"
+    ).fetchall()
+    vectors = {
+        table: db.execute(f"select {pk}, embedding from {table} order by {pk}").fetchall()
+        for table, pk in (("entity_vec", "entity_id"), ("fact_vec", "relation_id"))
+    }
+    return triggers, vectors
+
+
 def _evidence_counts(db):
     """``(id, evidence_count, evidence rows)`` of every relation."""
     return db.execute(
@@ -571,6 +584,7 @@ def test_bulk_extraction_defers_triggers_with_the_same_result(tmp_path, monkeypa
     monkeypatch.setattr(schema, "suspend_triggers", lambda db, triggers, real=schema.suspend_triggers: (suspended.append(triggers), real(db, triggers)))
     deferred = _sample_db(tmp_path / "deferred.db")
     triggers_before = _full_text_state(deferred)[0]
+    vector_triggers = _vector_state(deferred)[0]
     extract_and_link(deferred, workers=0)
     assert suspended == [extract.DEFERRED_TRIGGERS]
     monkeypatch.setattr(extract, "DEFERRED_TRIGGERS", {})
@@ -584,6 +598,16 @@ def test_bulk_extraction_defers_triggers_with_the_same_result(tmp_path, monkeypa
     counts = _evidence_counts(deferred)
     assert counts == _evidence_counts(row_by_row)
     assert all(count == rows for _, count, rows in counts) and sum(rows for _, _, rows in counts) > len(counts)
+    # The bulk run wrote entity and fact vectors into vec0 itself: the same rows.
+    vectors = _vector_state(deferred)
+    assert vectors == _vector_state(row_by_row)
+    assert vectors[0] == vector_triggers and len(vector_triggers) == 9
+    assert len(vectors[1]["entity_vec"]) > 1000 and len(vectors[1]["fact_vec"]) > 100
+    stored = deferred.execute(
+        "select cast(e.id as integer), e.embedding from embeddings e join collections c on c.id = e.collection_id "
+        "where c.name = 'entities' order by 1"
+    ).fetchall()
+    assert stored == vectors[1]["entity_vec"]
 
 
 def test_triggers_put_back_during_a_bulk_run_count_evidence_once(tmp_path, monkeypatch):
@@ -638,6 +662,34 @@ def test_a_failed_bulk_run_leaves_full_text_indexed(tmp_path, monkeypatch):
         assert relation_id in [r for (r,) in db.execute("select rowid from relations_fts where relations_fts match ?", [word])]
 
 
+def test_vectors_written_while_their_trigger_is_suspended_replace_as_the_trigger_does(tmp_path):
+    """While a bulk run has the vec0 insert triggers out, ``write_embeddings`` writes vec0
+    itself, replacing stored vectors; opening the database meanwhile leaves them out."""
+    from llm_graphrag.embeddings import write_embeddings
+    from llm_graphrag.extract import DEFERRED_TRIGGERS
+    from llm_graphrag.schema import restore_triggers, suspend_triggers
+
+    db = open_database(tmp_path / "graphrag.db")
+    first, second = np.eye(2, 256, dtype="<f4"), np.eye(2, 256, k=5, dtype="<f4")
+    with db.atomic():
+        write_embeddings(db, "entities", [1, 2], first, ["one", "two"])
+    suspend_triggers(db, DEFERRED_TRIGGERS)
+    open_database(tmp_path / "graphrag.db").conn.close()  # another process opens it meanwhile
+    inserting = [name for name, _ in _vector_state(db)[0] if name.startswith("embeddings_vec_insert_")]
+    assert inserting == ["embeddings_vec_insert_chunks"]
+    with db.atomic():
+        write_embeddings(db, "entities", [2, 3], second, ["two again", "three"])
+        write_embeddings(db, "facts", [7], second[:1])
+    expected = [(1, first[0].tobytes()), (2, second[0].tobytes()), (3, second[1].tobytes())]
+    assert _vector_state(db)[1] == {"entity_vec": expected, "fact_vec": [(7, second[0].tobytes())]}
+    restore_triggers(db)  # nothing is missing, so nothing is copied twice
+    assert _vector_state(db)[1]["entity_vec"] == expected
+    with db.atomic():  # and with the trigger back, the trigger replaces
+        write_embeddings(db, "entities", [3], first[1:])
+    assert _vector_state(db)[1]["entity_vec"] == expected[:2] + [(3, first[1].tobytes())]
+    assert len(_vector_state(db)[0]) == 9
+
+
 def test_the_next_run_mends_triggers_a_killed_run_left_suspended(tmp_path):
     from llm_graphrag.extract import DEFERRED_TRIGGERS
     from llm_graphrag.schema import suspend_triggers
@@ -646,7 +698,12 @@ def test_the_next_run_mends_triggers_a_killed_run_left_suspended(tmp_path):
     extract_and_link(db, workers=0)
     triggers = _full_text_state(db)[0]
     suspend_triggers(db, DEFERRED_TRIGGERS)  # as a run killed midway leaves it
-    db.execute("insert into entities (type, name, norm) values ('name', 'Quillwort', 'quillwort')")
+    quillwort = db.execute("insert into entities (type, name, norm) values ('name', 'Quillwort', 'quillwort')").lastrowid
+    vector = np.linspace(-1, 1, 256, dtype="<f4").tobytes()
+    db.execute(
+        "insert into embeddings (collection_id, id, embedding) values ((select id from collections where name = 'entities'), ?, ?)",
+        [str(quillwort), vector],
+    )
     # Evidence someone adds meanwhile is counted when the trigger is put back.
     relation_id, chunk_id, doc_id = db.execute("select id, chunk_id, (select doc_id from chunks where id = chunk_id) from relations limit 1").fetchone()
     db.execute("insert into relation_evidence (relation_id, chunk_id, doc_id, sentence) values (?, ?, ?, 'added by hand')", [relation_id, chunk_id, doc_id])
@@ -656,6 +713,8 @@ def test_the_next_run_mends_triggers_a_killed_run_left_suspended(tmp_path):
     assert _full_text_state(db)[0] == triggers
     assert db.execute("select name from entities_fts where entities_fts match 'quillwort'").fetchall() == [("Quillwort",)]
     assert all(count == rows for _, count, rows in _evidence_counts(db))
+    # So are vectors that another writer (llm embed-multi, say) stored meanwhile.
+    assert db.execute("select embedding from entity_vec where entity_id = ?", [quillwort]).fetchall() == [(vector,)]
     # The setting as the previous version named it is mended too.
     suspend_triggers(db, DEFERRED_TRIGGERS)
     db.execute("update graphrag_settings set key = 'fts_deferred' where key = 'deferred_triggers'")
