@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .db import ExtensionsUnavailable, open_database
+from .db import ChangedMeanwhile, ExtensionsUnavailable, open_database
 from .embeddings import ModelUnavailable
 
 
@@ -41,7 +41,7 @@ def friendly_errors(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except (ExtensionsUnavailable, ModelUnavailable, FileNotFoundError) as ex:
+        except (ChangedMeanwhile, ExtensionsUnavailable, ModelUnavailable, FileNotFoundError) as ex:
             raise click.ClickException(str(ex))
 
     return wrapper

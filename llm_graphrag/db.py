@@ -18,6 +18,10 @@ BUSY_TIMEOUT_MS = 5000
 CACHED_STATEMENTS = 512
 
 
+class ChangedMeanwhile(Exception):
+    """Raised when another process deleted rows that what is being written refers to."""
+
+
 class ExtensionsUnavailable(Exception):
     """Raised when SQLite extensions cannot be loaded into a connection."""
 

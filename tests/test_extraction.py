@@ -1,3 +1,4 @@
+import contextlib
 import pathlib
 import re
 
@@ -566,6 +567,19 @@ def _vector_state(db):
     return triggers, vectors
 
 
+def _graph_rows(db):
+    """Mentions, entities, relations and evidence, without ids that a rerun gives anew."""
+    return [
+        db.execute(sql).fetchall()
+        for sql in (
+            "select entity_id, doc_id, chunk_id, span_start, span_end, surface, type, score, link_score from mentions order by 1, 2, 3, 4",
+            "select id, type, name, norm, aliases, description, popularity from entities order by id",
+            "select id, src_id, dst_id, rel, weight, confidence, fact, evidence_count from relations order by id",
+            "select relation_id, chunk_id, doc_id, sentence, confidence from relation_evidence order by 1, 2, 4",
+        )
+    ]
+
+
 def _evidence_counts(db):
     """``(id, evidence_count, evidence rows)`` of every relation."""
     return db.execute(
@@ -688,6 +702,66 @@ def test_vectors_written_while_their_trigger_is_suspended_replace_as_the_trigger
         write_embeddings(db, "entities", [3], first[1:])
     assert _vector_state(db)[1]["entity_vec"] == expected[:2] + [(3, first[1].tobytes())]
     assert len(_vector_state(db)[0]) == 9
+
+
+def test_batches_that_only_insert_check_foreign_keys_once(tmp_path, monkeypatch):
+    """Documents extracted for the first time are written with foreign-key enforcement off
+    and their parents checked per batch; documents extracted again keep it on (their old
+    rows go through cascades). The results are those of writing with it on."""
+    from llm_graphrag import extract
+
+    enforced = []
+    real_write = extract._write
+
+    def write(db, prepared, *args):
+        enforced.append((prepared.extracted_before, db.execute("pragma foreign_keys").fetchone()[0]))
+        return real_write(db, prepared, *args)
+
+    monkeypatch.setattr(extract, "_write", write)
+    db = _sample_db(tmp_path / "graphrag.db")
+    extract_and_link(db, workers=0)
+    assert enforced and set(enforced) == {(False, 0)}
+    assert db.execute("pragma foreign_keys").fetchone() == (1,)
+    assert db.execute("pragma foreign_key_check").fetchall() == []
+    unchecked = _graph_rows(db)
+    enforced.clear()
+    extract_and_link(db, workers=0, force=True)
+    assert enforced and set(enforced) == {(True, 1)}
+
+    enforced.clear()
+    monkeypatch.setattr(extract, "foreign_keys_off", lambda db: contextlib.nullcontext())
+    enforcing = _sample_db(tmp_path / "enforcing.db")
+    extract_and_link(enforcing, workers=0)
+    assert enforced and set(enforced) == {(False, 1)}
+    assert _graph_rows(enforcing) == unchecked and len(unchecked[0]) > 1000
+
+
+def test_a_batch_whose_documents_were_deleted_meanwhile_is_not_stored(tmp_path, monkeypatch):
+    from llm_graphrag import extract
+    from llm_graphrag.db import connect
+
+    db = _sample_db(tmp_path / "graphrag.db")
+    monkeypatch.setattr(extract._Batch, "MAX_DOCUMENTS", 8)
+    real_flush = extract._flush
+    flushes = []
+
+    def flush(db, batch, *args):
+        flushes.append([p.extracted.doc_id for p in batch.documents])
+        if len(flushes) == 2:  # another process deletes a document of this batch
+            other = connect(tmp_path / "graphrag.db")
+            other.execute("delete from docs where id = ?", [batch.documents[3].extracted.doc_id])
+            other.commit()
+            other.close()
+        return real_flush(db, batch, *args)
+
+    monkeypatch.setattr(extract, "_flush", flush)
+    with pytest.raises(extract.ChangedMeanwhile, match="1 of the docs .* were deleted .* run extract again"):
+        extract_and_link(db, workers=0)
+    stored = {doc_id for (doc_id,) in db.execute("select distinct doc_id from mentions")}
+    assert stored == set(flushes[0])  # the first batch, and nothing of the second
+    assert db.execute("pragma foreign_keys").fetchone() == (1,)
+    assert db.execute("pragma foreign_key_check").fetchall() == []
+    assert len(_full_text_state(db)[0]) == 7 and len(_vector_state(db)[0]) == 9
 
 
 def test_the_next_run_mends_triggers_a_killed_run_left_suspended(tmp_path):
