@@ -7,7 +7,7 @@ import re
 from datasette.utils import actor_matches_allow
 from datasette.utils.asgi import Response
 
-from llm_graphrag.db import wrap_connection
+from llm_graphrag.db import ChangedMeanwhile, wrap_connection
 from llm_graphrag.tools import TOOLS, ToolInputError, ToolNotFound, call_tool
 
 PLUGIN = "datasette-graphrag"
@@ -133,6 +133,8 @@ async def run_tool(datasette, actor, database, name, arguments):
         raise ToolRequestError(str(ex), 400, ex.field)
     except ToolNotFound as ex:
         raise ToolRequestError(str(ex), 404)
+    except ChangedMeanwhile as ex:
+        raise ToolRequestError(str(ex), 409)
 
 
 async def tool_view(request, datasette):

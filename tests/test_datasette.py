@@ -189,7 +189,7 @@ async def test_openapi_document(ds):
 
 
 @pytest.mark.asyncio
-async def test_permitted_actor_ingests_under_allowed_root(sample_db, tmp_path):
+async def test_permitted_actor_ingests_under_allowed_root(sample_db, tmp_path, monkeypatch):
     import shutil
 
     path = tmp_path / "graphrag.db"
@@ -231,6 +231,20 @@ async def test_permitted_actor_ingests_under_allowed_root(sample_db, tmp_path):
         "/graphrag/-/graphrag/extract_and_link", json={}, cookies=editor
     )
     assert response.json() == {"mentions": 0, "entities_new": 0, "relations": 0}
+
+    # Rows deleted by another process while extracting: a conflict to retry, not a crash.
+    from llm_graphrag import extract
+    from llm_graphrag.db import ChangedMeanwhile
+
+    def changed(db, **kwargs):
+        raise ChangedMeanwhile("1 of the docs that extraction results refer to were deleted")
+
+    monkeypatch.setattr(extract, "extract_and_link", changed)
+    response = await datasette.client.post(
+        "/graphrag/-/graphrag/extract_and_link", json={}, cookies=editor
+    )
+    assert response.status_code == 409
+    assert "were deleted" in response.json()["error"]
 
 
 @pytest.mark.asyncio
