@@ -1,5 +1,6 @@
 """Opening graphrag databases: one SQLite module, pragmas and extensions everywhere."""
 
+import contextlib
 import pathlib
 
 try:  # The same module Datasette, sqlite-utils and llm pick when it is installed
@@ -105,6 +106,20 @@ def configure(conn):
     # Index-heavy writes (extraction, vec0) slow down several times with SQLite's 2 MB default.
     conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
     return conn
+
+
+@contextlib.contextmanager
+def foreign_keys_off(db):
+    """Turn foreign-key enforcement off for what runs inside, then back as it was.
+    Inside a transaction the pragma does nothing, so neither does this."""
+    if db.conn.in_transaction or not db.execute("pragma foreign_keys").fetchone()[0]:
+        yield
+        return
+    db.execute("pragma foreign_keys = off")
+    try:
+        yield
+    finally:
+        db.execute("pragma foreign_keys = on")
 
 
 def wrap_connection(conn):

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from . import parallel, plugins
-from .db import ChangedMeanwhile
+from .db import ChangedMeanwhile, foreign_keys_off
 from .extraction import (
     ChunkText,
     ExtractionContext,
@@ -197,20 +197,6 @@ def _flush(db, batch, linker, embedder, known):
                 entity.new = entity.changed = entity.reembed = False
     linker.vectors_written()
     return relation_ids
-
-
-@contextlib.contextmanager
-def foreign_keys_off(db):
-    """Turn foreign-key enforcement off for what runs inside, then back as it was.
-    Inside a transaction the pragma does nothing, so neither does this."""
-    if db.conn.in_transaction or not db.execute("pragma foreign_keys").fetchone()[0]:
-        yield
-        return
-    db.execute("pragma foreign_keys = off")
-    try:
-        yield
-    finally:
-        db.execute("pragma foreign_keys = on")
 
 
 def _check_parents(db, batch, older_relations):
