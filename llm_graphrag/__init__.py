@@ -11,7 +11,10 @@ The public API, imported lazily so that ``llm`` starts fast with the plugin inst
 
 import importlib
 
+from .compiled import prefer_changed_sources
 from .hookspecs import hookimpl
+
+prefer_changed_sources()
 
 __all__ = [
     "RetrievalOptions",

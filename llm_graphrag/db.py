@@ -11,6 +11,10 @@ except ImportError:  # pragma: no cover - depends on the platform
 import sqlite_utils
 
 CACHE_SIZE_KIB = 65536
+# Page size of new databases (SQLite's default is 4096). A write-ahead log frame is one
+# page, written with two system calls: with 16 KiB pages an extraction of python3.11-doc
+# made a quarter of them, and its process spent about a tenth less CPU time.
+PAGE_SIZE = 16384
 BUSY_TIMEOUT_MS = 5000
 # Prepared statements a connection keeps. The sqlite3 module's cache drops its least used
 # entry, and a new one goes in last: once creating a schema has filled the default 100,
@@ -99,6 +103,9 @@ def configure(conn):
     """Apply graphrag's pragmas and extensions to an existing connection."""
     load_extensions(conn)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+        # Only an empty database takes it, and only before WAL mode writes its first page.
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
     if conn.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
         conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")

@@ -96,6 +96,22 @@ def test_llm_embed_uses_bundled_model(user_path):
     assert llm.get_embedding_model("graphrag").model_id == "graphrag-minilm-256"
 
 
+def test_new_databases_get_larger_pages_and_existing_ones_keep_theirs(tmp_path):
+    from llm_graphrag.db import PAGE_SIZE
+
+    db = open_database(tmp_path / "new.db")
+    assert db.execute("pragma page_size").fetchone()[0] == PAGE_SIZE == 16384
+    assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
+    older = stdlib_sqlite3.connect(tmp_path / "older.db")
+    older.execute("create table kept (x)")
+    older.execute("insert into kept values (1)")
+    older.commit()
+    older.close()
+    db = open_database(tmp_path / "older.db")
+    assert db.execute("pragma page_size").fetchone()[0] == 4096
+    assert db.execute("select x from kept").fetchall() == [(1,)]
+
+
 def test_sqlite_utils_connections_get_sqlite_vec(tmp_path):
     db = sqlite_utils.Database(tmp_path / "plain.db")
     assert db.execute("select vec_length(vec_f32('[1, 2, 3]'))").fetchone()[0] == 3
