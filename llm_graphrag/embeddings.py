@@ -43,6 +43,7 @@ def load_static_model(path):
 # covers at least one character, so they stay within model2vec's 512-token truncation.
 SHORT_TEXT = 512
 WORD_CACHE_LIMIT = 200_000  # words whose token ids are kept, per model
+GATHER_BLOCK = 1024  # token vectors gathered at once when embedding short texts
 _WORD_IDS = {}
 _PIECE = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9]")  # a printable ASCII word's pieces
 
@@ -128,19 +129,25 @@ class Model2VecEmbeddingModel(llm.EmbeddingModel):
             if len(cache) + len(new) > WORD_CACHE_LIMIT:
                 cache.clear()
             cache.update(new)
-        ids, spans = [], []
-        for text in words:
-            start = len(ids)
-            for word in text:
-                ids.extend(known[word])
-            spans.append((start, len(ids)))
         out = np.zeros((len(texts), model.dim), dtype=np.float32)
-        if ids:
-            vectors = model.embedding[np.array(ids)].astype(np.float32, copy=False)
-            # A slice's mean per text: several times faster than np.add.reduceat on rows.
-            for row, (start, end) in enumerate(spans):
-                if end > start:
-                    out[row] = vectors[start:end].mean(axis=0)
+        embedding = model.embedding
+        row = 0
+        while row < len(words):
+            # Token vectors of a block of texts at a time: a few hundred kilobytes that
+            # malloc reuses, not a fresh array of megabytes for the kernel to clear.
+            ids, spans = [], []
+            while row < len(words) and len(ids) < GATHER_BLOCK:
+                start = len(ids)
+                for word in words[row]:
+                    ids.extend(known[word])
+                spans.append((row, start, len(ids)))
+                row += 1
+            if ids:
+                vectors = embedding[ids].astype(np.float32, copy=False)
+                # A slice's mean per text: several times faster than np.add.reduceat on rows.
+                for text_row, start, end in spans:
+                    if end > start:
+                        out[text_row] = vectors[start:end].mean(axis=0)
         return out
 
     def _tokenize(self, model, words, cache):

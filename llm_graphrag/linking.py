@@ -225,7 +225,9 @@ class Linker:
         hits = {entity_id: similarity for entity_id, similarity in self.vector_search(vector, 3)}
         ids, matrix = self._unwritten_vectors()
         if ids:
-            hits.update(zip(ids, (matrix @ vector).tolist()))
+            # einsum, not ``@``: BLAS would hand a product this size to threads that then
+            # spin, taking a core from the extraction workers.
+            hits.update(zip(ids, np.einsum("ij,j->i", matrix, vector).tolist()))
         found = []
         for entity_id, similarity in sorted(hits.items(), key=lambda h: (-h[1], h[0]))[:3]:
             entity = self.entities.get(entity_id)
