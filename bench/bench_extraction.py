@@ -18,6 +18,7 @@ relations).
 
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import pathlib
@@ -61,6 +62,11 @@ def chunk_text(text, size=300):
 # The rule-based extractors only, as the package installs them: spaCy NER, an optional
 # extra that the README's test command installs, would otherwise join in where it is.
 SETTINGS = {"ner": "off"}
+
+
+def compiled_modules():
+    names = ["extraction", "relations", "extract", "linking"]
+    return [name for name in names if not importlib.import_module(f"llm_graphrag.{name}").__file__.endswith(".py")]
 
 
 def load_corpus(db, files):
@@ -171,6 +177,8 @@ def bench_speed(runs, limit, compare):
         "words_per_second": int(words / median),
         "workers": parallel.default_workers(),
         "extract_settings": SETTINGS,
+        # Which of the modules pip compiles with Cython ran compiled (see README, Development).
+        "compiled_modules": compiled_modules(),
         "cpu_seconds_this_process": [round(t, 2) for t in cpu],
         "cpu_seconds_workers": [round(t, 2) for t in worker_cpu],
         # CPU seconds of all processes per second of the run: 2.0 is both cores busy
