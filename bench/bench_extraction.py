@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 from common import calibration_ms, machine  # noqa: E402
 
-from llm_graphrag import parallel  # noqa: E402
+from llm_graphrag import compiled, parallel  # noqa: E402
 from llm_graphrag.db import open_database  # noqa: E402
 from llm_graphrag.extract import extract_and_link  # noqa: E402
 from llm_graphrag.extraction import normalize  # noqa: E402
@@ -65,8 +65,11 @@ SETTINGS = {"ner": "off"}
 
 
 def compiled_modules():
-    names = ["extraction", "relations", "extract", "linking"]
-    return [name for name in names if not importlib.import_module(f"llm_graphrag.{name}").__file__.endswith(".py")]
+    """The modules the build compiled that were imported compiled (not from changed source)."""
+    return [
+        name for name in compiled.recorded_sources()
+        if not importlib.import_module(f"llm_graphrag.{name}").__file__.endswith(".py")
+    ]
 
 
 def load_corpus(db, files):

@@ -15,15 +15,20 @@ import sys
 import warnings
 
 HERE = pathlib.Path(__file__).resolve().parent
-SOURCES_FILE = HERE / "compiled_sources.json"
+SOURCES_FILE = "compiled_sources.json"  # written by setup.py's build_ext
+
+
+def recorded_sources(folder=HERE):
+    """``{module name: SHA-256 of its source}`` as the build compiled them (empty: none)."""
+    try:
+        return json.loads((folder / SOURCES_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
 
 
 def stale_modules(folder=HERE):
     """``{module name: source path}`` of compiled modules in ``folder`` built from other source."""
-    try:
-        built = json.loads((folder / "compiled_sources.json").read_text())
-    except (FileNotFoundError, ValueError):
-        built = {}
+    built = recorded_sources(folder)
     stale = {}
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         for binary in folder.glob(f"*{suffix}"):

@@ -26,6 +26,7 @@ def _binary(folder, name):
 def test_the_build_compiles_the_extraction_modules():
     setup = (PACKAGE.parent / "setup.py").read_text()
     assert f"COMPILED = {json.dumps(COMPILED)}" in setup
+    assert sorted(compiled.recorded_sources()) == sorted(COMPILED)
     stale = compiled.stale_modules()
     for name in COMPILED:
         assert _binary(PACKAGE, name), f"{name}.py was not compiled: run pip install -e ."
