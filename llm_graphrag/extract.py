@@ -31,6 +31,7 @@ from .extraction import (
     subject_mention,
 )
 from .linking import Linker, entity_text
+from .refine import refine_graph
 from .relations import SYMMETRIC, fact_text
 from .schema import VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, triggers_deferred
 
@@ -64,9 +65,15 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
         return {"mentions": 0, "entities_new": 0, "relations": 0}
     with contextlib.ExitStack() as stack:
         stack.enter_context(parallel.gc_paused())
-        if len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)):
+        bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db))
+        if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
-        return _extract(db, pending, settings, progress, workers)
+        totals = _extract(db, pending, settings, progress, workers)
+        # What the whole corpus decides: generic entities, significant co-occurrence,
+        # canonical names (a bulk run refines everything, a small one what it touched).
+        with db.atomic():
+            refine_graph(db, settings, None if bulk else [p[0] for p in pending])
+        return totals
 
 
 # Triggers a bulk run (at least as many documents as were extracted before) suspends:

@@ -340,10 +340,12 @@ def normalize(surface, type=None):
 
 
 def concept_name(words):
-    """Display name of a prose concept: lower-case, head word lemmatized."""
-    words = [w.lower() for w in words]
-    words[-1] = lemma(words[-1])
-    return " ".join(words)
+    """Display name of a prose concept: its words as written, in lower case.
+
+    Only the norm puts inflections together (``normalize``); a name is always a surface
+    seen in the text, never a stem ("stream gauging", not "stream gaug").
+    """
+    return " ".join(w.lower() for w in words)
 
 
 # ---------------------------------------------------------------------------------------
@@ -659,6 +661,20 @@ def split_sentences(text, layout=None):
     return spans
 
 
+# A block boundary inside a stretch of text: a blank line, a line that opens a list item,
+# heading or quote, a heading's underline, a table cell's pipe.
+_BLOCK_BREAK = re.compile(r"\n[ \t]*(?:\n|[-*+•>#][ \t]|\d+[.)][ \t]|([=\-~^\"'`#*+])\1\1)|\|")
+
+
+def _crosses_block(text, start, end):
+    """Whether ``text[start:end]`` spans a block boundary (list item, table cell, heading):
+    a mention never does."""
+    stretch = text[start:end]
+    if "\n" not in stretch and "|" not in stretch:
+        return False
+    return _BLOCK_BREAK.search(stretch) is not None
+
+
 def _trim(text, start, end):
     while start < end and text[start].isspace():
         start += 1
@@ -681,6 +697,9 @@ class ExtractionSettings:
     llm_model: str | None = None
     link_threshold: float = 0.72
     cooccurrence_window: int = 1
+    # related_to edges: "significant" keeps those the log-likelihood test supports (see
+    # refine.py), "all" keeps every one (scored), "off" finds none.
+    cooccurrence: str = "significant"
     embed_related_facts: bool = False
     max_mentions_per_chunk: int = 400
 
@@ -781,8 +800,6 @@ def markup_mentions(chunk, context):
                 continue
             typ = "term"
             name = label
-            if label.islower():
-                name = " ".join(label.split()[:-1] + [lemma(label.split()[-1])])
             mentions.append(
                 Mention(
                     label, typ, m.start, m.start + len(label), 0.85,
@@ -865,10 +882,8 @@ def identifier_mentions(chunk, context):
                 continue
         if name in UNITS:
             continue
-        if "_" in name or "." in name or surface.endswith("()"):
-            typ, score = "code", 0.9
-        else:
-            typ, score = "name", 0.8  # JavaScript, PostgreSQL: a name written in CamelCase
+        # Written like code, it is code, whatever a named-entity model says of it.
+        typ, score = "code", 0.9 if "_" in name or "." in name or surface.endswith("()") else 0.8
         mentions.append(Mention(surface, typ, match.start(), match.end(), score, {"identifier": True}, name=name, extractor="identifiers"))
     return mentions
 
@@ -879,9 +894,11 @@ def name_mentions(chunk, context):
     masked = analysis.masked
     proper = context.proper_words
     mentions = []
+    text = chunk.text
     for (s_start, s_end), tokens in zip(analysis.sentences, analysis.tokens):
         if not tokens or _title_case(tokens):
             continue
+        blocks = "\n" in text[s_start:s_end] or "|" in text[s_start:s_end]
         i = 0
         n = len(tokens)
         first_start = tokens[0][0]
@@ -897,6 +914,8 @@ def name_mentions(chunk, context):
                 w = tokens[j][2]
                 bare = gap.strip()
                 if "\n\n" in gap or "'" in tokens[j - 1][2] or (bare and bare not in (".", ",")) or (
+                    blocks and _crosses_block(text, tokens[j - 1][1], tokens[j][0])
+                ) or (
                     bare == "." and len(tokens[j - 1][2]) != 1
                 ) or (bare == "," and w not in ("Jr", "Sr")):
                     break
@@ -982,10 +1001,11 @@ def concept_mentions(chunk, context):
     text = chunk.text
     proper = context.proper_words
     mentions = []
-    for tokens in analysis.tokens:
+    for (s_start, s_end), tokens in zip(analysis.sentences, analysis.tokens):
         if not tokens:
             continue
         title = _title_case(tokens)
+        blocks = "\n" in text[s_start:s_end] or "|" in text[s_start:s_end]
         run = []
         prev_class = "start"
         prev_word = ""
@@ -993,7 +1013,7 @@ def concept_mentions(chunk, context):
         for k in range(n + 1):
             if k < n:
                 start, end, word = tokens[k]
-                if k and masked[tokens[k - 1][1] : start].strip():
+                if k and (masked[tokens[k - 1][1] : start].strip() or blocks and _crosses_block(text, tokens[k - 1][1], start)):
                     if run:
                         _emit(run, mentions, text)
                         run = []
@@ -1008,7 +1028,7 @@ def concept_mentions(chunk, context):
             else:
                 cls = "end"
             if cls in ("noun", "adj", "mod"):
-                run.append((start, end, low if cls != "mod" else word, cls))
+                run.append((start, end, low if cls != "mod" else word, cls, word))
             elif run:
                 _emit(run, mentions, text)
                 run = []
@@ -1130,14 +1150,17 @@ def _emit(run, mentions, text):
     if len(words) == 1 and (head in GENERIC_NOUNS or head_lemma in GENERIC_NOUNS or len(head) < 3):
         return
     start, end = run[0][0], run[-1][1]
-    name = concept_name(words) if run[0][3] != "mod" else " ".join(words[:-1] + [lemma(head)])
+    name = " ".join(r[4] for r in run)  # as written: the norm puts inflections together
     if len(words) > 1 and all(w in GENERIC_NOUNS or w in COMMON_ADJECTIVES for w in words):
         return
     score = 0.6 if len(words) == 1 else 0.7
-    mentions.append(Mention(text[start:end], "concept", start, end, score, {"np": len(words)}, name=name, extractor="concepts"))
+    # The norm comes from the words in lower case (but names), as it did before names
+    # were kept as written: "Frogs" opening a sentence is the entity "frogs" names.
+    norm = normalize(" ".join(words))
+    mentions.append(Mention(text[start:end], "concept", start, end, score, {"np": len(words)}, name=name, norm=norm, extractor="concepts"))
     if len(words) > 1 and head_lemma not in GENERIC_NOUNS and len(head) >= 3:
         hs, he = run[-1][0], run[-1][1]
-        mentions.append(Mention(text[hs:he], "concept", hs, he, 0.5, {"np": 1, "head": True}, name=lemma(head), extractor="concepts"))
+        mentions.append(Mention(text[hs:he], "concept", hs, he, 0.5, {"np": 1, "head": True}, name=run[-1][4], norm=normalize(head), extractor="concepts"))
 
 
 _STEP = re.compile(r"^[ \t]*(?:(\d+)[.)]|#\.|(?:Step|STEP) (\d+)[:.])[ \t]+(\S[^\n]*)", re.M)
@@ -1228,8 +1251,12 @@ def gazetteer_mentions(chunk, context):
                 continue
             length, (term, typ, freq) = matched
             a, b = tokens[k][0], tokens[k + length - 1][1]
+            if _crosses_block(text, a, b):
+                k += 1
+                continue
+            surface = text[a:b]  # named as written here, not as the gazetteer spells it
             mentions.append(
-                Mention(text[a:b], typ, a, b, 0.75, {"isGazetteerHit": True, "gazetteerFreq": freq}, name=term, extractor="gazetteer")
+                Mention(surface, typ, a, b, 0.75, {"isGazetteerHit": True, "gazetteerFreq": freq}, name=surface, norm=normalize(term, typ), extractor="gazetteer")
             )
             k += length
     return mentions
@@ -1571,8 +1598,8 @@ def spacy_mentions(chunk, context):
     mentions = []
     for ent in nlp(masked).ents:
         typ = SPACY_LABELS.get(ent.label_)
-        if typ is None or not ent.text.strip():
-            continue
+        if typ is None or not ent.text.strip() or _CODE_TOKEN.search(ent.text):
+            continue  # code-like tokens stay code ("QuerySet" is no ORG)
         mentions.append(
             Mention(chunk.text[ent.start_char : ent.end_char], typ, ent.start_char, ent.end_char, 0.85, {"ner": ent.label_}, extractor="spacy")
         )

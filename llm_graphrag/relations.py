@@ -381,6 +381,8 @@ def cooccurrence_relations(chunk, mentions, context):
     Each mention is paired with the next ``cooccurrence_window`` mentions of other
     entities in its sentence, so prose with no verb pattern still forms a connected graph.
     """
+    if context.settings.cooccurrence == "off":
+        return []
     analysis = context.analyze(chunk)
     masked = analysis.masked
     window = context.settings.cooccurrence_window

@@ -14,9 +14,9 @@ EXTRACTORS = (
 )
 
 
-def candidates(text, extractor, title="", section="", headings=()):
+def candidates(text, extractor, title="", section="", headings=(), settings=None):
     chunk = ChunkText(1, 1, text, section=section, headings=headings, title=title)
-    context = ExtractionContext()
+    context = ExtractionContext(settings)
     context.start_document([chunk])
     context.cache["subject"] = subject_mention(title)
     mentions = []
@@ -32,23 +32,23 @@ def candidates(text, extractor, title="", section="", headings=()):
 @pytest.mark.parametrize(
     "text,expected",
     [
-        ("Basin uses riffle.", [("basin", "uses", "riffle", 0.8, 1.0)]),
-        ("Heron depends on tidepool.", [("heron", "depends_on", "tidepool", 0.85, 1.0)]),
+        ("Basin uses riffle.", [("Basin", "uses", "riffle", 0.8, 1.0)]),
+        ("Heron depends on tidepool.", [("Heron", "depends_on", "tidepool", 0.85, 1.0)]),
         ("The Export API is used by Estuary.", [("Estuary", "uses", "Export API", 0.8, 1.0)]),
-        ("Basin is configured via `basin-rules.yaml`.", [("basin", "configured_via", "basin-rules.yaml", 0.85, 1.0)]),
-        ("Basin integrates with Beacon.", [("basin", "integrates_with", "Beacon", 0.85, 1.0)]),
-        ("Basin is owned by Data Products.", [("basin", "owned_by", "Data Products", 0.8, 1.0)]),
-        ("Basin is part of Insight.", [("basin", "part_of", "Insight", 0.8, 1.0)]),
-        ("Copper is a metal.", [("copper", "is_a", "metal", 0.6, 1.0)]),
+        ("Basin is configured via `basin-rules.yaml`.", [("Basin", "configured_via", "basin-rules.yaml", 0.85, 1.0)]),
+        ("Basin integrates with Beacon.", [("Basin", "integrates_with", "Beacon", 0.85, 1.0)]),
+        ("Basin is owned by Data Products.", [("Basin", "owned_by", "Data Products", 0.8, 1.0)]),
+        ("Basin is part of Insight.", [("Basin", "part_of", "Insight", 0.8, 1.0)]),
+        ("Copper is a metal.", [("Copper", "is_a", "metal", 0.6, 1.0)]),
         ("Erosion is caused by wind and flowing water.", [
-            ("wind", "causes", "erosion", 0.85, 1.0),
-            ("flowing water", "causes", "erosion", 0.85, 1.0),
+            ("wind", "causes", "Erosion", 0.85, 1.0),
+            ("flowing water", "causes", "Erosion", 0.85, 1.0),
         ]),
         ("Damming a river can cause a lake to form.", [("river", "causes", "lake", 0.8, 0.769)]),
         ("JSON is specified by RFC 7159.", [("RFC 7159", "defines", "JSON", 0.8, 1.0)]),
         ("Installation tools such as pip and venv.", [
-            ("pip", "is_a", "installation tool", 0.55, 1.0),
-            ("venv", "is_a", "installation tool", 0.55, 1.0),
+            ("pip", "is_a", "Installation tools", 0.55, 1.0),
+            ("venv", "is_a", "Installation tools", 0.55, 1.0),
         ]),
         ("For use by other Python users.", []),
     ],
@@ -111,9 +111,11 @@ def test_numbered_steps_precede_each_other():
 def test_cooccurrence_links_neighbours_by_proximity():
     text = "Beavers build dams across streams."
     assert candidates(text, relations.cooccurrence_relations) == [
-        ("beaver", "related_to", "dam", 0.35, round(1 / 1.1, 3)),
-        ("dam", "related_to", "stream", 0.35, round(1 / 1.1, 3)),
+        ("Beavers", "related_to", "dams", 0.35, round(1 / 1.1, 3)),
+        ("dams", "related_to", "streams", 0.35, round(1 / 1.1, 3)),
     ]
+    settings = extraction.ExtractionSettings(cooccurrence="off")
+    assert candidates(text, relations.cooccurrence_relations, settings=settings) == []
 
 
 def test_fact_text():

@@ -1,0 +1,117 @@
+"""Corpus-level refinement after extraction (llm_graphrag/refine.py), on real databases."""
+
+import json
+
+import numpy as np
+import pytest
+
+from llm_graphrag.db import open_database
+from llm_graphrag.embeddings import embedder_for
+from llm_graphrag.extract import extract_and_link
+from llm_graphrag.refine import COOCCURRENCE_MIN_LLR, log_likelihood_ratio
+from llm_graphrag.schema import set_setting
+
+
+def _db(tmp_path, texts, **settings):
+    db = open_database(tmp_path / "graphrag.db")
+    set_setting(db, "extract", {"ner": "off", **settings})
+    with db.atomic():
+        for doc_id, text in enumerate(texts, 1):
+            db["docs"].insert({"id": doc_id, "path": f"/docs/{doc_id}.md", "title": None, "hash": f"h{doc_id}"})
+            db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
+    return db
+
+
+def _edges(db, rel="related_to"):
+    return db.execute(
+        "select s.name, d.name, r.meta from relations r join entities s on s.id = r.src_id "
+        "join entities d on d.id = r.dst_id where r.rel = ? order by s.name, d.name",
+        [rel],
+    ).fetchall()
+
+
+def test_log_likelihood_ratio():
+    # Always together, rare otherwise: far above chance; as often as chance: about 0.
+    assert log_likelihood_ratio(10, 10, 10, 1000) == pytest.approx(2 * (10 * np.log(10 / 0.1) + 990 * np.log(990 / 980.1)))
+    assert log_likelihood_ratio(1, 10, 100, 1000) == pytest.approx(0.0)
+    # Less often than chance: negative, so never significant.
+    assert log_likelihood_ratio(1, 100, 100, 200) < 0
+
+
+# Twelve documents pair `riffle` with `tidepool`; `gauge` is in 25 of the 37 documents, so
+# one document shared with anything is what chance gives.
+CORPUS = ["`riffle` reads `tidepool` now."] * 12 + [f"`gauge` reads `station{i}` hourly." for i in range(24)] + [
+    "`gauge` reads `riffle` too."
+]
+
+
+def test_only_significant_cooccurrence_stays_with_its_score(tmp_path):
+    db = _db(tmp_path, CORPUS)
+    extract_and_link(db)
+    edges = {(a, b): json.loads(meta) for a, b, meta in _edges(db)}
+    assert set(edges) == {("riffle", "tidepool")}
+    scores = edges[("riffle", "tidepool")]
+    assert scores["kind"] == "cooccurrence"
+    assert scores["llr"] >= COOCCURRENCE_MIN_LLR
+    assert scores["llr"] == pytest.approx(log_likelihood_ratio(12, 13, 12, 37), abs=1e-3)
+    assert scores["pmi"] == pytest.approx(np.log2(12 * 37 / (13 * 12)), abs=1e-3)
+
+
+def test_cooccurrence_can_be_kept_whole_or_switched_off(tmp_path):
+    (tmp_path / "all").mkdir()
+    (tmp_path / "off").mkdir()
+    everything = _db(tmp_path / "all", CORPUS, cooccurrence="all")
+    extract_and_link(everything)
+    kept = {frozenset((a, b)) for a, b, _ in _edges(everything)}
+    assert kept == {frozenset(p) for p in [("riffle", "tidepool"), ("gauge", "riffle")] + [("gauge", f"station{i}") for i in range(24)]}
+    # Each kept edge still carries its score, significant or not.
+    assert all(json.loads(meta)["llr"] is not None for _, _, meta in _edges(everything))
+    off = _db(tmp_path / "off", CORPUS, cooccurrence="off")
+    extract_and_link(off)
+    assert _edges(off) == []
+    assert off.execute("select count(*) from relation_evidence where extractor = 'cooccurrence'").fetchone() == (0,)
+
+
+def test_generic_words_and_bare_heads_are_not_entities(tmp_path):
+    texts = [f"The service writes frame{i} to the archive tape." for i in range(12)] + [
+        "Sediment collects behind the computer dam.",
+        "A computer reads the gauge.",
+    ]
+    db = _db(tmp_path, texts)
+    extract_and_link(db)
+    names = {name for (name,) in db.execute("select name from entities")}
+    # "service" is in all twelve of the first documents (over 5% of documents, at least 10):
+    # it tells none apart. "computer" is a stop word of the stop-words library. "tape" is
+    # only ever the head of "archive tape".
+    assert "service" not in names and "computer" not in names and "tape" not in names
+    assert {"archive tape", "computer dam", "Sediment", "gauge"} <= names
+    # Their mentions went with them; no mention points nowhere.
+    assert db.execute("select count(*) from mentions where entity_id is null").fetchone() == (0,)
+    assert db.execute("select count(*) from mentions where lower(surface) in ('service', 'computer')").fetchone() == (0,)
+
+
+def test_an_entity_is_named_by_its_most_frequent_surface(tmp_path):
+    texts = ["Frogs lay eggs in ponds.", "Many frogs eat flies.", "Tree frogs climb.", "Some frogs sing; `croak` uses frogs."]
+    db = _db(tmp_path, texts)
+    extract_and_link(db)
+    name, aliases = db.execute("select name, aliases from entities where norm = 'frog'").fetchone()
+    assert name == "frogs"
+    assert "Frogs" in json.loads(aliases)
+    # Every entity name is a surface seen, as written, in a chunk that mentions it.
+    for entity_id, entity_name in db.execute("select id, name from entities"):
+        assert db.execute(
+            "select count(*) from mentions m join chunks c on c.id = m.chunk_id "
+            "where m.entity_id = ? and instr(c.content, ?)",
+            [entity_id, entity_name],
+        ).fetchone()[0] > 0, entity_name
+    # A fact quoting a renamed entity is rewritten, and its vector is the new fact's.
+    fact_id, fact = db.execute(
+        "select r.id, r.fact from relations r join entities e on e.id = r.src_id where r.rel = 'uses'"
+    ).fetchone()
+    assert fact == "croak uses frogs"
+    stored = db.execute(
+        "select embedding from embeddings where collection_id = (select id from collections where name = 'facts') "
+        "and id = ?", [str(fact_id)],
+    ).fetchone()[0]
+    expected = embedder_for(db).encode([fact])[0]
+    assert np.allclose(np.frombuffer(stored, dtype="<f4"), expected, atol=1e-6)
