@@ -113,6 +113,15 @@ def largest_component_share(db):
     return max(sizes.values()) / len(parent) if parent else 0.0
 
 
+def names_verbatim_share(db):
+    """Share of entities whose name appears verbatim in a chunk that mentions them."""
+    found, total = db.execute(
+        "select sum(exists(select 1 from mentions m join chunks c on c.id = m.chunk_id "
+        "where m.entity_id = e.id and instr(c.content, e.name))), count(*) from entities e"
+    ).fetchone()
+    return round((found or 0) / total, 4) if total else 0.0
+
+
 def one_process_seconds(files):
     """Seconds of one run with ``workers=0``, for a side-by-side comparison."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,6 +166,7 @@ def bench_speed(runs, limit, compare):
                 }
                 again = extract_and_link(db)
                 share = largest_component_share(db)
+                verbatim = names_verbatim_share(db)
                 by_rel = db.execute(
                     "select rel, count(*) from relations group by rel order by 2 desc"
                 ).fetchall()
@@ -197,6 +207,9 @@ def bench_speed(runs, limit, compare):
         "mentions_per_1000_words": per_k(counts["mentions"]),
         "evidence_per_1000_words": per_k(counts["relation_evidence"]),
         "largest_component_share": round(share, 3),
+        # Entity names seen, as written (case and all), in a chunk that mentions them.
+        "names_verbatim_share": verbatim,
+        "related_to_share": round(dict(by_rel).get("related_to", 0) / max(1, sum(n for _, n in by_rel)), 3),
         "relations_by_type": dict(by_rel),
         **({"compared_with_one_process": comparison} if compare else {}),
     }

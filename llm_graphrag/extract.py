@@ -27,6 +27,7 @@ from .extraction import (
     ExtractionSettings,
     Gazetteer,
     finish_mentions,
+    normalize,
     salient_terms,
     subject_mention,
 )
@@ -526,20 +527,51 @@ _EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
 
 
 def _describe(entity, record, position, chunk, extracted):
-    """Keep the first defining sentence as the description, else the first sentence."""
-    if entity.defined or record[_COREF] and entity.description:
+    """Keep the first defining sentence as the description, else the first sentence.
+
+    A sentence from the entity's own home (a document whose title names it, or a section
+    whose heading does) wins over any other: "CsrfViewMiddleware" is described by its own
+    documentation, not by the first page that happens to mention it.
+    """
+    if entity.home and (entity.defined or record[_COREF]):
         return
-    if record[_IN_HEADING] and entity.description is not None:
+    home = _at_home(entity.norm, chunk)
+    if entity.home and not home:
+        return
+    if not home and (entity.defined or record[_COREF] and entity.description):
+        return
+    if record[_IN_HEADING] and entity.description is not None and not (home and not entity.home):
         return
     s_start, s_end = extracted.spans[chunk.id][record[_SENTENCE]]
     defining = position in extracted.defining
-    if defining or entity.description is None or entity.description == entity.name:
+    if defining or entity.description is None or entity.description == entity.name or home and not entity.home:
         sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
         if entity.description != sentence:
             entity.description = sentence
             entity.changed = True
             entity.reembed = True
         entity.defined = defining
+        if home and not entity.home:
+            entity.home = True
+            entity.changed = True
+
+
+def _at_home(norm, chunk):
+    """Whether ``chunk`` is the home of the entity ``norm``: its title or a heading names it."""
+    names = _home_names(chunk.title, chunk.headings or tuple(h for h in chunk.section.split(" > ") if h))
+    if len(norm) < 4:
+        return norm in names[0]
+    return norm in names[0] or any(norm in heading for heading in names[1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _home_names(title, headings):
+    """``({norm of the title's subject and the title}, (norm of each heading, ...))``."""
+    subject = subject_mention(title) if title else None
+    exact = {normalize(title)} if title else set()
+    if subject is not None:
+        exact.add(subject.norm)
+    return exact, tuple(normalize(h) for h in headings)
 
 
 def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extractor):
@@ -605,7 +637,7 @@ def _write(db, prepared, encode, known, counting=False):
         "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (e.id, e.type, e.name, e.norm, json.dumps(e.aliases), e.description, popularity.pop(e.id, 0),
-             json.dumps({"defined": e.defined}), now)
+             json.dumps({"defined": e.defined, "home": e.home}), now)
             for e in p.created
         ],
     )
@@ -613,7 +645,7 @@ def _write(db, prepared, encode, known, counting=False):
     conn.executemany(
         "update entities set type = ?, aliases = ?, description = ?, meta = ? where id = ?",
         [
-            (e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined}), e.id)
+            (e.type, json.dumps(e.aliases), e.description, json.dumps({"defined": e.defined, "home": e.home}), e.id)
             for e in p.changed if e not in created
         ],
     )

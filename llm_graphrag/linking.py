@@ -38,6 +38,7 @@ class Entity:
     description: str | None = None
     popularity: int = 0
     defined: bool = False
+    home: bool = False  # described from its own page or section (see extract._describe)
     new: bool = False
     changed: bool = False
     reembed: bool = False
@@ -149,7 +150,10 @@ class Linker:
         for id, type, name, norm, aliases, description, popularity, meta in rows:
             meta = json.loads(meta) if meta else {}
             entities.append(
-                Entity(id, type, name, norm, json.loads(aliases or "[]"), description, popularity or 0, bool(meta.get("defined")))
+                Entity(
+                    id, type, name, norm, json.loads(aliases or "[]"), description, popularity or 0,
+                    bool(meta.get("defined")), bool(meta.get("home")),
+                )
             )
         max_id = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
         collection = db.execute("select id from collections where name = 'entities'").fetchone()

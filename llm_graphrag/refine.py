@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict  # noqa: F401
 from functools import lru_cache
 
 from .relations import fact_text
@@ -136,10 +136,27 @@ def log_likelihood_ratio(both, a, b, total):
     return g2 if both * total >= a * b else -g2
 
 
+def sentence_count(db):
+    """About how many sentences the chunks hold: sentence ends (". ", "? ", "! ", a
+    line break after a full stop) and one more per chunk, counted in SQL."""
+    return db.execute(
+        """
+        select count(*) + coalesce(sum(
+          length(content) - length(replace(replace(replace(replace(content, '. ', ''), '? ', ''), '! ', ''), '.' || char(10), ''))
+        ), 0) / 2 from chunks
+        """
+    ).fetchone()[0]
+
+
 def score_cooccurrence(db, drop=True):
-    """Score every ``related_to`` edge by G² over chunks; drop those below
-    ``COOCCURRENCE_MIN_LLR`` (when ``drop``). Returns how many were dropped."""
-    total = db.execute("select count(*) from chunks").fetchone()[0]
+    """Score every ``related_to`` edge by G² over sentences; drop those below
+    ``COOCCURRENCE_MIN_LLR`` (when ``drop``). Returns how many were dropped.
+
+    Co-occurrence edges join mentions of one sentence, so sentences are the units: a pair
+    is counted in the sentences its evidence holds, an entity in the sentences it is
+    mentioned in (its mentions), out of all the corpus's sentences.
+    """
+    total = sentence_count(db)
     if not total:
         return 0
     edges = db.execute(
@@ -149,33 +166,36 @@ def score_cooccurrence(db, drop=True):
     ).fetchall()
     if not edges:
         return 0
-    chunks_of = dict(
+    _edge_table(db, edges)
+    mentioned = dict(
         db.execute(
-            "select entity_id, count(distinct chunk_id) from mentions where entity_id in "
+            "select entity_id, count(*) from mentions where entity_id in "
             "(select src_id from temp.cooccurrence_edges union select dst_id from temp.cooccurrence_edges) "
             "group by entity_id"
         ).fetchall()
-    ) if _edge_table(db, edges) else {}
-    together = defaultdict(set)
-    for relation_id, chunk_id in db.execute(
-        "select relation_id, chunk_id from relation_evidence where relation_id in (select id from temp.cooccurrence_edges)"
-    ):
-        together[relation_id].add(chunk_id)
+    )
+    together = dict(
+        db.execute(
+            "select relation_id, count(*) from relation_evidence where relation_id in "
+            "(select id from temp.cooccurrence_edges) group by relation_id"
+        ).fetchall()
+    )
     db.conn.execute("drop table temp.cooccurrence_edges")
     weak, scores = [], []
     for relation_id, src, dst, meta in edges:
-        both = len(together.get(relation_id, ()))
-        a, b = chunks_of.get(src, 0), chunks_of.get(dst, 0)
+        both = together.get(relation_id, 0)
+        a, b = mentioned.get(src, 0), mentioned.get(dst, 0)
         if not both or not a or not b:
             weak.append(relation_id)
             continue
         a, b = max(a, both), max(b, both)
-        g2 = log_likelihood_ratio(both, a, b, total)
+        total_here = max(total, a + b)
+        g2 = log_likelihood_ratio(both, a, b, total_here)
         if drop and g2 < COOCCURRENCE_MIN_LLR:
             weak.append(relation_id)
             continue
         values = json.loads(meta) if meta else {}
-        values.update(llr=round(g2, 3), pmi=round(math.log2(both * total / (a * b)), 3), kind="cooccurrence")
+        values.update(llr=round(g2, 3), pmi=round(math.log2(both * total_here / (a * b)), 3), kind="cooccurrence")
         scores.append((json.dumps(values, sort_keys=True), relation_id))
     db.conn.executemany("update relations set meta = ? where id = ?", scores)
     return _delete_relations(db, weak) if drop else 0
@@ -185,7 +205,6 @@ def _edge_table(db, edges):
     db.conn.execute("drop table if exists temp.cooccurrence_edges")
     db.conn.execute("create temp table cooccurrence_edges (id integer primary key, src_id, dst_id)")
     db.conn.executemany("insert into temp.cooccurrence_edges values (?, ?, ?)", [e[:3] for e in edges])
-    return True
 
 
 def _delete_relations(db, ids):

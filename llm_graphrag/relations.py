@@ -325,8 +325,10 @@ def structural_relations(chunk, mentions, context):
     for a, b in zip(steps, steps[1:]):
         if b.features.get("step") == a.features.get("step", 0) + 1:
             found.append(RelationCandidate(a, b, "precedes", 0.9, 1.0, chunk.text[a.start : a.end], "structure"))
+    found.extend(_qualified_names(chunk, mentions, subject))
     if subject is None:
         return found
+    found.extend(_configuration(chunk, mentions, subject, context))
     named = [
         m for m in outer_mentions(mentions)
         if m.type not in ("concept", "version", "DATE", "step") and m.norm != subject.norm
@@ -340,6 +342,44 @@ def structural_relations(chunk, mentions, context):
             for m in named:
                 if a <= m.start < b:
                     found.append(RelationCandidate(subject, m, rel, weight, 1.0, m.snippet, "structure"))
+    return found
+
+
+def _qualified_names(chunk, mentions, subject):
+    """``json.dumps`` is part of ``json``: a dotted code name is part of its prefix when
+    the prefix is the document's subject or is mentioned in the same chunk."""
+    found = []
+    code = [m for m in mentions if m.type == "code" and not m.features.get("coref")]
+    by_norm = {m.norm: m for m in code}
+    for m in code:
+        if "." not in m.name or m.name.startswith(".") or "/" in m.name:
+            continue
+        prefix = m.name.rsplit(".", 1)[0]
+        if not prefix or "." in m.name.rsplit(".", 1)[1] or m.name.endswith((".py", ".txt", ".cfg", ".toml", ".json", ".yaml", ".yml", ".md", ".html", ".rst")):
+            continue
+        from .extraction import normalize
+
+        norm = normalize(prefix, "code")
+        owner = subject if subject is not None and subject.type == "code" and subject.norm == norm else by_norm.get(norm)
+        if owner is not None and owner.norm != m.norm:
+            found.append(RelationCandidate(m, owner, "part_of", 0.9, 1.0, m.snippet, "structure"))
+    return found
+
+
+_SETTING_AFTER = re.compile(r"\s+(?:setting|settings|option|options|environment\s+variable|configuration\s+(?:key|option|variable))\b", re.I)
+_CONFIG_ROLES = frozenset("envvar option setting".split())
+
+
+def _configuration(chunk, mentions, subject, context):
+    """Settings, options and environment variables of the document's subject:
+    ``:envvar:`PYTHONPATH```, ``the CSRF_COOKIE_NAME setting`` → subject configured_via it."""
+    masked = context.analyze(chunk).masked
+    found = []
+    for m in mentions:
+        if m.type != "code" or m.norm == subject.norm or m.features.get("coref") or m.start is None:
+            continue
+        if m.features.get("role") in _CONFIG_ROLES or _SETTING_AFTER.match(masked, m.end):
+            found.append(RelationCandidate(subject, m, "configured_via", 0.8, 1.0, m.snippet, "structure"))
     return found
 
 

@@ -156,3 +156,13 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
         assert [(m.span(), m.lastgroup) for m in relations._TRIGGERS.finditer(text)] == expected
         seen.update(group for _, group in expected)
     assert seen == {f"p{i}" for i in range(len(relations._PATTERNS))}
+
+
+def test_structure_of_documentation_qualified_names_and_settings():
+    text = "Call json.dumps or json.decoder.JSONDecoder; set the JSON_INDENT setting or :envvar:`PYTHONIOENCODING`."
+    found = candidates(text, relations.structural_relations, title=":mod:`json` --- JSON encoder and decoder")
+    assert sorted(found) == [
+        ("json", "configured_via", "JSON_INDENT", 0.8, 1.0),
+        ("json", "configured_via", "PYTHONIOENCODING", 0.8, 1.0),
+        ("json.dumps", "part_of", "json", 0.9, 1.0),
+    ]
