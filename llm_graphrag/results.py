@@ -252,6 +252,7 @@ class Status(Result):
 
     def _repr_html_(self):
         last = self["last_ingest"] or {}
+        error = self["last_error"]
         about = Table(
             ["setting", "value"],
             [
@@ -260,7 +261,7 @@ class Status(Result):
                 ("schema version", self["schema_version"]),
                 ("last ingest", last.get("finished_at")),
                 ("last file", self["last_file"]),
-                ("last error", self["last_error"] and self["last_error"].get("error")),
+                ("last error", error and f"{error['path']}: {error['error']}"),
             ],
         )
         return self.table()._repr_html_() + about._repr_html_()

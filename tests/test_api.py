@@ -138,6 +138,23 @@ def test_other_tables(g):
     assert explanation.to_pandas()["rel"].tolist() == [r["rel"] for r in explanation["relations"]]
 
 
+def test_an_open_database_works_too(db_path):
+    from llm_graphrag.db import open_database
+
+    db = open_database(db_path, create=False)
+    g = GraphRAG(db)
+    assert g.db is db
+    assert repr(g).startswith("<GraphRAG <Database")
+    assert g.status() == call_tool(db, "status")
+
+
+def test_status_shows_the_last_error(tmp_path):
+    with GraphRAG(tmp_path / "status.db") as g:
+        g.ingest(tmp_path / "missing-<b>.md")
+        html = g.status()._repr_html_()
+    assert f"<td>last error</td><td>{tmp_path}/missing-&lt;b&gt;.md: no such file or directory</td>" in html
+
+
 def test_sql(g):
     table = g.sql("select name, type from entities where id = ?", [g.lookup("tidepool")["entities"][0]["id"]])
     assert table.columns == ["name", "type"]

@@ -9,6 +9,7 @@ others) so that the suite stays quick.
 
 import json
 import pathlib
+import re
 
 import nbformat
 import pytest
@@ -35,6 +36,16 @@ def test_committed_without_outputs(path):
     code = [cell for cell in book.cells if cell.cell_type == "code"]
     assert [(c.outputs, c.execution_count) for c in code] == [([], None)] * len(code)
     assert [c for c in book.cells if "parameters" in c.metadata.get("tags", [])]
+
+
+def test_readme_names_files_a_fresh_clone_has():
+    readme = (ROOT / "README.md").read_text()
+    evaluated = re.findall(r"^llm graphrag eval (\S+)", readme, re.M)
+    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme)
+    assert evaluated == ["eval/qasc-dev.json"]
+    assert pictures == ["docs/recall-at-k.png"]
+    assert [(ROOT / p).is_file() for p in evaluated + pictures] == [True, True]
+    assert (ROOT / "scripts" / "notebook_figure.py").is_file()
 
 
 def small_eval_file(source, folder, questions=15, others=150):
@@ -127,3 +138,25 @@ def test_evaluation(tmp_path):
         assert f"MultiRC skipped: {multirc} not found" in text
     assert len(outputs(book, "image/png")) == 1  # the R@k figure
     assert "R@10 both" in outputs(book, "text/html")[0]
+
+
+def test_figure_script(tmp_path):
+    """scripts/notebook_figure.py, which draws the README's picture, on a small file."""
+    import subprocess
+    import sys
+
+    from PIL import Image
+
+    source = small_eval_file(QASC, tmp_path, questions=5, others=20)
+    output = tmp_path / "figure.png"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "notebook_figure.py"), "--file", str(source),
+         "--questions", "4", "-o", str(output)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("4 questions over ")
+    assert [line.split()[0] for line in lines[1:5]] == ["bm25", "vector", "hybrid", "graph"]
+    assert lines[-1] == f"Wrote {output}"
+    assert Image.open(output).size == (1000, 400)
