@@ -7,6 +7,8 @@ The public API, imported lazily so that ``llm`` starts fast with the plugin inst
     db = open_database("graphrag.db")
     ingest_docs(db, ["docs/"])
     call_tool(db, "hybrid_query", {"q": "How do dams form lakes?", "k": 5})
+
+or, in a notebook, ``GraphRAG("graphrag.db").query("How do dams form lakes?")``.
 """
 
 import importlib
@@ -17,10 +19,12 @@ from .hookspecs import hookimpl
 prefer_changed_sources()
 
 __all__ = [
+    "GraphRAG",
     "RetrievalOptions",
     "TOOLS",
     "call_tool",
     "extract_and_link",
+    "evaluate_retrieval",
     "hookimpl",
     "hybrid_query",
     "ingest_docs",
@@ -28,6 +32,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "GraphRAG": "api",
+    "evaluate_retrieval": "api",
     "open_database": "db",
     "ingest_docs": "ingest",
     "extract_and_link": "extract",

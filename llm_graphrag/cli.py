@@ -579,7 +579,7 @@ def eval_(file, modes, ks, store, keep, as_json):
 
     \b
     Example usage:
-        llm graphrag eval ../shared/eval/qasc-dev.json
+        llm graphrag eval eval/qasc-dev.json
         llm graphrag eval questions.json --mode hybrid --mode graph -k 10 --json
         llm graphrag eval questions.json --store runs.db
     """
