@@ -85,8 +85,10 @@ def ingest_docs(
     result.errors.extend(errors)
     embedder = embedder_for(db)
     known = {
-        row[0]: (row[1], row[2])
-        for row in db.execute("select path, id, hash from docs").fetchall()
+        row[0]: (row[1], row[2], row[3])
+        for row in db.execute(
+            "select path, id, hash, json_extract(meta, '$.kind') from docs"
+        ).fetchall()
     }
     pending = []  # loaded documents waiting for one embedding call
     embedding = None  # the previous batch, being embedded in a thread: (future, batch)
@@ -189,7 +191,13 @@ def _prepare_file(path):
         return path, "error", f"cannot read file: {ex.strerror}"
     digest = hashlib.sha256(data).hexdigest()
     known = _LOADER["known"]
-    if _LOADER["skip_if_seen"] and key in known and known[key][1] == digest:
+    if (
+        _LOADER["skip_if_seen"]
+        and key in known
+        and known[key][1] == digest
+        # A generated page stored when it was included is looked at again when it is not.
+        and (known[key][2] not in GENERATED_KINDS or known[key][2] in _LOADER["include"])
+    ):
         return path, "skipped", None
     try:
         document = load_document(path, root=_root_for(path, _LOADER["paths"]), data=data)

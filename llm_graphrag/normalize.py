@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .loaders import Block
+
 # Kinds a loader sets on generated pages, and what ingest reports when it skips them.
 GENERATED_KINDS = {
     "index": "index page",
@@ -121,6 +123,30 @@ def page_kind(stats: PageStats) -> tuple:
 def link_dense(chars: int, link_chars: int) -> bool:
     """Whether a list with this much text and link text is navigation."""
     return chars > 0 and link_chars >= LIST_LINK_SHARE * chars
+
+
+# Where a loader dropped navigation: a stand-in block that ``drop_emptied_headings()``
+# removes, with the heading over it when nothing else is under that heading.
+DROPPED = Block("dropped", "")
+
+
+def drop_emptied_headings(blocks) -> list:
+    """``blocks`` without ``DROPPED`` and without headings left empty by it ("Contents")."""
+    if DROPPED not in blocks:
+        return blocks
+    out = []
+    n = len(blocks)
+    for i, block in enumerate(blocks):
+        if block is DROPPED:
+            continue
+        if block.kind == "heading" and i + 1 < n and blocks[i + 1] is DROPPED:
+            j = i + 1
+            while j < n and blocks[j] is DROPPED:
+                j += 1
+            if j == n or (blocks[j].kind == "heading" and blocks[j].level <= block.level):
+                continue
+        out.append(block)
+    return out
 
 
 # ---------------------------------------------------------------------------------------

@@ -16,8 +16,10 @@ import yaml
 from llm_graphrag.hookspecs import hookimpl
 from llm_graphrag.loaders import Block, LoadedDocument, LoadError, decode_text, squash
 from llm_graphrag.normalize import (
+    DROPPED,
     PageStats,
     bracketed_link,
+    drop_emptied_headings,
     html_link_chars,
     html_stats,
     html_trail,
@@ -202,7 +204,7 @@ def markdown_stats(text: str) -> PageStats:
     stats = PageStats()
     fence = None
     block = 0
-    in_paragraph = False
+    in_paragraph = led = False
     for line in text.split("\n"):
         if fence is not None:
             stripped = line.strip()
@@ -215,11 +217,10 @@ def markdown_stats(text: str) -> PageStats:
                 block += n
             continue
         opening = _MD_FENCE.match(line)
-        if opening:
-            fence, block, in_paragraph = opening.group(2), 0, False
-            continue
         stripped = line.strip()
-        if not stripped or _MD_TABLE_SEP.match(line) or _MD_HR.match(line):
+        if opening or not stripped or _MD_TABLE_SEP.match(line) or _MD_HR.match(line):
+            if opening:
+                fence, block = opening.group(2), 0
             in_paragraph = False
             continue
         if _MD_ATX.match(line) or _MD_SETEXT.match(line):
@@ -235,13 +236,14 @@ def markdown_stats(text: str) -> PageStats:
         else:
             content = stripped
         chars, link_chars, _ = _md_link_chars(content)
+        stats.words += len(content.split())
+        if item or row or not in_paragraph:  # a new unit; a paragraph's lines continue one
+            led = bool(_MD_LEADING_LINK.match(content.lstrip()))
+            stats.units += 1
+            stats.lead_units += led
         stats.chars += chars
         stats.link_chars += link_chars
-        stats.words += len(content.split())
-        if chars and (item or row or not in_paragraph):
-            stats.units += 1
-            if _MD_LEADING_LINK.match(content.lstrip()):
-                stats.lead_units += 1
+        stats.led_chars += chars if led else 0
         in_paragraph = not (item or row)
     if fence is not None:
         stats.largest_code = max(stats.largest_code, block)
@@ -347,10 +349,12 @@ def _md_blocks(text: str, keep_link_lists: bool):
                 blocks.append(Block("paragraph", f"{paragraph}: {definition}"))
             i = k
             continue
-        if paragraph and (keep_link_lists or not _md_nav_bar(" ".join(lines[i:j]))):
+        if paragraph and not keep_link_lists and _md_nav_bar(" ".join(lines[i:j])):
+            blocks.append(DROPPED)
+        elif paragraph:
             blocks.append(Block("paragraph", paragraph))
         i = j
-    return blocks
+    return drop_emptied_headings(blocks)
 
 
 def _md_nav_bar(raw: str) -> bool:
@@ -444,6 +448,7 @@ def _md_list(lines, i, blocks, keep_link_lists=True):
             counts = _md_link_chars("".join(parts[1:]))
             chars, link_chars = chars + counts[0], link_chars + counts[1]
         if link_dense(chars, link_chars):  # a table of contents or a navigation list
+            blocks.append(DROPPED)
             return j
     if out:
         blocks.append(Block("list", "\n".join(out)))
@@ -1325,12 +1330,14 @@ class _HtmlWalker:
                     self.blocks.append(Block("heading", text, _HTML_HEADINGS[tag]))
             elif tag == "p":
                 if not self.keep_link_lists and nav_bar(*html_link_chars(child)):
+                    self.blocks.append(DROPPED)
                     continue
                 text = _collapse(_html_inline(child))
                 if text:
                     self.blocks.append(Block("paragraph", text))
             elif tag in ("ul", "ol"):
                 if not self.keep_link_lists and link_dense(*html_link_chars(child)[:2]):
+                    self.blocks.append(DROPPED)
                     continue
                 lines = self.list_lines(child, 0)
                 if lines:
@@ -1355,7 +1362,7 @@ class _HtmlWalker:
                 inner = _HtmlWalker(self.keep_link_lists)
                 inner.walk(child, in_article)
                 inner.flush()
-                text = "\n".join(b.text for b in inner.blocks)
+                text = "\n".join(b.text for b in drop_emptied_headings(inner.blocks))
                 if text:
                     self.blocks.append(Block("quote", text))
             elif tag == "dl":
@@ -1469,11 +1476,12 @@ def parse_html(text: str):
     if root is not None:
         walker.walk(root, root.tag in ("main", "article"))
         walker.flush()
-    h1 = next((b.text for b in walker.blocks if b.kind == "heading" and b.level == 1), "")
+    blocks = drop_emptied_headings(walker.blocks)
+    h1 = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), "")
     title = page_title(title, h1, site_names(tree))
     if breadcrumbs and breadcrumbs[-1] == title:
         breadcrumbs = breadcrumbs[:-1]
-    return walker.blocks, title, tags, lang, breadcrumbs, kind, reason
+    return blocks, title, tags, lang, breadcrumbs, kind, reason
 
 
 def load_html(path, data):
