@@ -222,24 +222,19 @@ def html_stats(node, skip) -> PageStats:
     """
     stats = PageStats()
     units = []  # open units: None until their first text, then whether a link led it
-    block = [0]  # characters in the current code block
 
-    def visit(parent, in_link, in_pre, in_heading):
+    def text(content, in_link, in_heading):
+        n = word_chars(content)
+        if n:
+            stats.words += len(content.split())
+            if not in_heading:
+                stats.add_text(n, in_link, units)
+
+    def visit(parent, in_heading):
         for child in parent.iter(include_text=True):
             tag = child.tag
             if tag == "-text":
-                text = child.text_content or ""
-                n = word_chars(text)
-                if not n:
-                    continue
-                if in_pre:
-                    stats.code_chars += n
-                    block[0] += n
-                    continue
-                stats.words += len(text.split())
-                if in_heading:
-                    continue
-                stats.add_text(n, in_link, units)
+                text(child.text_content or "", False, in_heading)
                 continue
             if tag == "form":
                 if child.css_first(_SEARCH_INPUT):
@@ -247,24 +242,20 @@ def html_stats(node, skip) -> PageStats:
                 continue
             if skip(child):
                 continue
-            if tag == "pre" and not in_pre:
-                block[0] = 0
-                visit(child, in_link, True, in_heading)
-                stats.largest_code = max(stats.largest_code, block[0])
-                continue
-            unit = tag in _UNIT_TAGS
-            if unit:
+            if tag == "pre":  # a code block, counted whole
+                n = word_chars(child.text(deep=True))
+                stats.code_chars += n
+                stats.largest_code = max(stats.largest_code, n)
+            elif tag == "a" and child.attributes.get("href"):  # a link, counted whole
+                text(child.text(deep=True), True, in_heading)
+            elif tag in _UNIT_TAGS:
                 units.append(None)
-            visit(
-                child,
-                in_link or (tag == "a" and bool(child.attributes.get("href"))),
-                in_pre,
-                in_heading or tag in _HEADING_TAGS,
-            )
-            if unit:
+                visit(child, in_heading)
                 units.pop()
+            else:
+                visit(child, in_heading or tag in _HEADING_TAGS)
 
-    visit(node, False, False, False)
+    visit(node, False)
     return stats
 
 

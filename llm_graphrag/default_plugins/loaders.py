@@ -1220,6 +1220,7 @@ _HTML_BOILERPLATE_ID = re.compile(r"(?:[a-z]+[-_])?" + _HTML_MARKERS)
 _HTML_BOILERPLATE_ROLES = frozenset(
     ("navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar")
 )
+_HTML_PHRASING = _HTML_INLINE - {"a", "label", "-text"}
 _HTML_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([\w-]+)""", re.I)
 
 
@@ -1250,12 +1251,13 @@ def _boilerplate(node) -> bool:
 def _skip(node) -> bool:
     """Subtrees left out of the text: dropped tags, boilerplate and banner headings."""
     tag = node.tag
-    return (
-        tag in _HTML_DROP
-        or _boilerplate(node)
-        or (tag in _HTML_HEADINGS and site_link_heading(node))
-        or (tag == "a" and bracketed_link(node))
-    )
+    if tag in _HTML_DROP:
+        return True
+    if tag in _HTML_PHRASING:  # never navigation, and most of the nodes: a fast way out
+        return False
+    if tag == "a":
+        return _boilerplate(node) or bracketed_link(node)
+    return _boilerplate(node) or (tag in _HTML_HEADINGS and site_link_heading(node))
 
 
 def _html_inline(node, in_pre=False) -> str:
