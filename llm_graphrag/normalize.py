@@ -40,8 +40,10 @@ INDEX_MAX_PROSE = 1500
 INDEX_PROSE_SHARE = 0.25
 # A source listing: one code block holds this share of the text.
 CODE_SHARE = 0.8
-# A search page: a search form and fewer words than this outside it.
+# A search page: a search form, fewer words than this outside it and no more than
+# SEARCH_MAX_UNITS paragraphs or items (a line on how to search, not a page with a form).
 SEARCH_MAX_WORDS = 60
+SEARCH_MAX_UNITS = 3
 # A list is navigation when links hold this share of its text.
 LIST_LINK_SHARE = 0.8
 
@@ -103,7 +105,12 @@ def page_kind(stats: PageStats) -> tuple:
         return "code", (
             f"{GENERATED_KINDS['code']} ({stats.code_share:.0%} of the text is one code listing)"
         )
-    if stats.search_form and stats.words < SEARCH_MAX_WORDS:
+    if (
+        stats.search_form
+        and stats.words < SEARCH_MAX_WORDS
+        and stats.units <= SEARCH_MAX_UNITS
+        and not stats.code_chars
+    ):
         return "search", (
             f"{GENERATED_KINDS['search']} (a search form and {stats.words} words of text)"
         )

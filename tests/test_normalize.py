@@ -234,6 +234,9 @@ def test_page_title(title, heading, names, expected):
         (PageStats(chars=1000, code_chars=4000, largest_code=500), ""),
         (PageStats(chars=80, words=12, search_form=True), "search"),
         (PageStats(chars=3000, words=500, search_form=True), ""),
+        # A short page with a form in it: items and code are more than a search page has.
+        (PageStats(chars=200, words=40, units=7, search_form=True), ""),
+        (PageStats(chars=150, code_chars=40, largest_code=40, words=30, units=1, search_form=True), ""),
     ],
 )
 def test_page_kind(stats, kind):
