@@ -9,8 +9,9 @@ Generic rules, not per site:
   unless asked to keep them (see ``GENERATED_KINDS``).
 * A page's title is its own: the main heading, or the ``<title>`` without the site's name
   (``page_title()``).
-* Lists that are mostly link text are navigation or tables of contents
-  (``link_dense()``); the loaders drop them from written pages.
+* A list of links to the page's own sections is a table of contents
+  (``table_of_contents()``) and a paragraph of nothing but links a navigation bar
+  (``nav_bar()``); the loaders drop both from written pages.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ CODE_SHARE = 0.8
 # SEARCH_MAX_UNITS paragraphs or items (a line on how to search, not a page with a form).
 SEARCH_MAX_WORDS = 60
 SEARCH_MAX_UNITS = 3
-# A list is navigation when links hold this share of its text.
-LIST_LINK_SHARE = 0.8
+# A list is a table of contents when links to the page's own sections hold this share
+# of its text.
+TOC_LINK_SHARE = 0.8
 
 
 @dataclass
@@ -127,9 +129,18 @@ def page_kind(stats: PageStats) -> tuple:
     return "", ""
 
 
-def link_dense(chars: int, link_chars: int) -> bool:
-    """Whether a list with this much text and link text is navigation."""
-    return chars > 0 and link_chars >= LIST_LINK_SHARE * chars
+def table_of_contents(chars: int, link_chars: int, links: int, anchor_chars: int) -> bool:
+    """Whether a list is the page's own table of contents: mostly links to its sections.
+
+    Counts as ``html_link_chars()`` returns them. Lists of links to other pages stay: in
+    the main content they are a "See also" or a section's pages, not navigation.
+    """
+    return chars > 0 and anchor_chars >= TOC_LINK_SHARE * chars
+
+
+def nav_bar(chars: int, link_chars: int, links: int, anchor_chars: int) -> bool:
+    """Whether a paragraph is a navigation bar: three or more links and no other words."""
+    return links >= 3 and link_chars == chars
 
 
 # Where a loader dropped navigation: a stand-in block that ``drop_emptied_headings()``
@@ -267,16 +278,17 @@ def html_stats(node, skip) -> PageStats:
 
 
 def html_link_chars(node) -> tuple:
-    """``(chars, link_chars, links)``: letters and digits in ``node`` and in its links."""
+    """``(chars, link_chars, links, anchor_chars)``: letters and digits in ``node``, in its
+    links, the number of links and the letters in links to the page's own sections."""
     chars = word_chars(node.text(deep=True))
     links = node.css("a[href]")
-    link_chars = sum(word_chars(a.text(deep=True)) for a in links)
-    return chars, min(link_chars, chars), len(links)
-
-
-def nav_bar(chars: int, link_chars: int, links: int) -> bool:
-    """A paragraph of three or more links and little else: a navigation bar."""
-    return links >= 3 and link_dense(chars, link_chars)
+    link_chars = anchor_chars = 0
+    for link in links:
+        n = word_chars(link.text(deep=True))
+        link_chars += n
+        if (link.attributes.get("href") or "").startswith("#"):
+            anchor_chars += n
+    return chars, min(link_chars, chars), len(links), min(anchor_chars, chars)
 
 
 def bracketed_link(node) -> bool:

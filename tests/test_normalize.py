@@ -161,7 +161,7 @@ def test_markdown_page_drops_navigation_and_table_of_contents():
     top = ("Tidepool handbook",)
     assert document.blocks == [
         Block("heading", "Tidepool handbook", 1),
-        # "## Contents" and its list of links are gone, and so is the navigation bar.
+        # "## Contents" and its links to the sections are gone, and so is the navigation bar.
         Block("heading", "Installing", 2, top),
         Block(
             "paragraph",
@@ -187,6 +187,9 @@ def test_markdown_page_drops_navigation_and_table_of_contents():
             0,
             top + ("Running the collector", "Schedules"),
         ),
+        # Links to other pages are not a table of contents: "See also" stays.
+        Block("heading", "See also", 2, top),
+        Block("list", "- Collector guide\n- Basin stations", 0, top + ("See also",)),
     ]
     assert (document.title, document.breadcrumbs, document.tags, document.generated) == (
         "Tidepool handbook",
@@ -401,3 +404,25 @@ def test_ingest_docs_rejects_unknown_kinds(tmp_path, user_path):
     with pytest.raises(ValueError) as error:
         ingest_docs(open_database(tmp_path / "docs.db"), [str(MARKDOWN)], include=["toc"])
     assert str(error.value) == "unknown page kinds to include: toc; choose from index, search, code"
+
+
+def test_html_table_of_contents_and_navigation_bar_go_see_also_stays():
+    page = b"""<html><head><title>Sonde care | Northwind wiki</title></head><body>
+    <p><a href="/">Home</a> | <a href="/guides">Guides</a> | <a href="/teams">Teams</a></p>
+    <h1>Sonde care</h1>
+    <h2>On this page</h2>
+    <ul><li><a href="#rinse">Rinsing</a></li><li><a href="#store">Storing</a></li></ul>
+    <h2 id="rinse">Rinsing</h2>
+    <p>Rinse the sonde after every visit.</p>
+    <h2>See also</h2>
+    <ul><li><a href="heron.html">Heron</a></li><li><a href="basin.html">Basin</a></li></ul>
+    </body></html>"""
+    document = load_document("sonde.html", data=page)
+    assert document.blocks == [
+        Block("heading", "Sonde care", 1),
+        Block("heading", "Rinsing", 2, ("Sonde care",)),
+        Block("paragraph", "Rinse the sonde after every visit.", 0, ("Sonde care", "Rinsing")),
+        Block("heading", "See also", 2, ("Sonde care",)),
+        Block("list", "- Heron\n- Basin", 0, ("Sonde care", "See also")),
+    ]
+    assert (document.title, document.kind, document.generated) == ("Sonde care", "general", "")

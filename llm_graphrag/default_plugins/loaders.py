@@ -23,13 +23,13 @@ from llm_graphrag.normalize import (
     html_link_chars,
     html_stats,
     html_trail,
-    link_dense,
     nav_bar,
     word_chars,
     page_kind,
     page_title,
     site_link_heading,
     site_names,
+    table_of_contents,
 )
 
 
@@ -183,17 +183,23 @@ def parse_markdown(text: str, keep_link_lists: bool = False):
 
 
 def _md_link_chars(raw: str):
-    """``(chars, link_chars, links)`` of a piece of Markdown source, as rendered text."""
-    links = link_chars = 0
+    """``(chars, link_chars, links, anchor_chars)`` of Markdown source, as rendered text.
+
+    ``anchor_chars`` counts the text of links to the page's own sections (``(#...)``).
+    """
+    links = link_chars = anchor_chars = 0
     if "[" in raw or "<" in raw:
         for match in _MD_LINK.finditer(raw):
             links += 1
-            link_chars += word_chars(md_inline(match.group(1)))
+            n = word_chars(md_inline(match.group(1)))
+            link_chars += n
+            if "](#" in match.group(0):
+                anchor_chars += n
         for match in _MD_AUTOLINK.finditer(raw):
             links += 1
             link_chars += word_chars(match.group(1))
     chars = word_chars(md_inline(raw))
-    return chars, min(link_chars, chars), links
+    return chars, min(link_chars, chars), links, min(anchor_chars, chars)
 
 
 _MD_LEADING_LINK = re.compile(r"^(?:\[[^\]]+\](?:\(|\[)|<(?:https?|ftp|mailto):)")
@@ -235,7 +241,7 @@ def markdown_stats(text: str) -> PageStats:
             content = stripped.strip("|").strip()
         else:
             content = stripped
-        chars, link_chars, _ = _md_link_chars(content)
+        chars, link_chars, _, _ = _md_link_chars(content)
         stats.words += len(content.split())
         if item or row or not in_paragraph:  # a new unit; a paragraph's lines continue one
             led = bool(_MD_LEADING_LINK.match(content.lstrip()))
@@ -443,11 +449,10 @@ def _md_list(lines, i, blocks, keep_link_lists=True):
         text = md_inline(segments[0]) if len(segments) == 1 else _md_item_with_code(parts)
         out.append("  " * depth + text)
     if out and not keep_link_lists:
-        chars = link_chars = 0
+        counts = [0, 0, 0, 0]
         for _, parts in items:
-            counts = _md_link_chars("".join(parts[1:]))
-            chars, link_chars = chars + counts[0], link_chars + counts[1]
-        if link_dense(chars, link_chars):  # a table of contents or a navigation list
+            counts = [a + b for a, b in zip(counts, _md_link_chars("".join(parts[1:])))]
+        if table_of_contents(*counts):
             blocks.append(DROPPED)
             return j
     if out:
@@ -1338,7 +1343,7 @@ class _HtmlWalker:
                 if text:
                     self.blocks.append(Block("paragraph", text))
             elif tag in ("ul", "ol"):
-                if not self.keep_link_lists and link_dense(*html_link_chars(child)[:2]):
+                if not self.keep_link_lists and table_of_contents(*html_link_chars(child)):
                     self.blocks.append(DROPPED)
                     continue
                 lines = self.list_lines(child, 0)
