@@ -87,7 +87,8 @@ def ingest_docs(
     known = {
         row[0]: (row[1], row[2], row[3])
         for row in db.execute(
-            "select path, id, hash, json_extract(meta, '$.kind') from docs"
+            "select path, id, hash, "
+            "case when json_valid(meta) then json_extract(meta, '$.kind') end from docs"
         ).fetchall()
     }
     pending = []  # loaded documents waiting for one embedding call
