@@ -24,12 +24,12 @@ from llm_graphrag.normalize import (
     html_stats,
     html_trail,
     nav_bar,
-    word_chars,
     page_kind,
     page_title,
     site_link_heading,
     site_names,
     table_of_contents,
+    word_chars,
 )
 
 
@@ -175,8 +175,8 @@ def _md_front_matter(text: str):
 def parse_markdown(text: str, keep_link_lists: bool = False):
     """Markdown to ``(blocks, front_matter)``.
 
-    Lists and paragraphs that are mostly links (tables of contents, navigation bars) are
-    dropped unless ``keep_link_lists``.
+    Tables of contents (lists of links to the page's own sections) and navigation bars
+    (paragraphs of nothing but links) are dropped unless ``keep_link_lists``.
     """
     meta, text = _md_front_matter(text)
     return _md_blocks(text, keep_link_lists), meta
@@ -1308,8 +1308,8 @@ class _HtmlWalker:
     def __init__(self, keep_link_lists=False):
         self.blocks = []
         self.buffer = []
-        # Lists that are mostly links are navigation or tables of contents, except on
-        # pages that are made of links (kept by choice, they keep their lists).
+        # Tables of contents and navigation bars are dropped, except on pages made of
+        # links (kept by choice, they keep all their links).
         self.keep_link_lists = keep_link_lists
 
     def flush(self):
