@@ -111,10 +111,23 @@ def init(database, model, as_json):
 @click.option("--force", is_flag=True, help="Re-ingest files even when unchanged")
 @click.option("--prune", is_flag=True, help="Delete documents whose files are gone")
 @click.option("--no-extract", is_flag=True, help="Skip entity and relation extraction")
+@click.option(
+    "--include-index-pages",
+    is_flag=True,
+    help="Also ingest generated index and search pages (mostly links, or a search form)",
+)
+@click.option(
+    "--include-source-listings",
+    is_flag=True,
+    help="Also ingest source code listing pages, as documents of kind code",
+)
 @workers_option
 @json_option
 @friendly_errors
-def ingest(paths, database, tags, force, prune, no_extract, workers, as_json):
+def ingest(
+    paths, database, tags, force, prune, no_extract, include_index_pages,
+    include_source_listings, workers, as_json,
+):
     """Ingest files, folders and globs of .md, .txt, .rst and .html documents.
 
     \b
@@ -122,15 +135,23 @@ def ingest(paths, database, tags, force, prune, no_extract, workers, as_json):
         llm graphrag ingest docs/ -d graphrag.db
         llm graphrag ingest 'notes/**/*.md' README.md -d graphrag.db --json
         llm graphrag ingest docs/ -d graphrag.db --prune
+        llm graphrag ingest /usr/share/doc/python3.11/html -d py.db --no-extract --json
+
+    Index pages (a general index, a module index, a table of contents: mostly links),
+    search pages and source code listings are skipped with a reason in the JSON's
+    skipped_files, unless --include-index-pages or --include-source-listings.
     """
     from .ingest import ingest_docs
     from .loaders import expand_paths
 
     db = open_database(database)
     show_bar = not as_json and sys.stderr.isatty()
+    include = (("index", "search") if include_index_pages else ()) + (
+        ("code",) if include_source_listings else ()
+    )
     kwargs = dict(
         tags=list(tags), skip_if_seen=not force, prune=prune, extract=not no_extract,
-        workers=workers,
+        workers=workers, include=include,
     )
     if show_bar:
         files, _ = expand_paths(list(paths))
@@ -148,8 +169,13 @@ def ingest(paths, database, tags, force, prune, no_extract, workers, as_json):
         return
     click.echo(
         f"Ingested {data['ingested']} files ({data['chunks']} chunks), "
-        f"skipped {data['skipped']} unchanged, "
-        f"{data['duplicates_skipped']} near-duplicate paragraphs dropped"
+        f"skipped {data['skipped']} unchanged"
+        + (
+            f" and {len(data['skipped_files'])} index, search or source listing pages"
+            if data["skipped_files"]
+            else ""
+        )
+        + f", {data['duplicates_skipped']} near-duplicate paragraphs dropped"
         + (f", pruned {data['pruned']}" if prune else "")
     )
     if result.extraction:

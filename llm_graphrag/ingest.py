@@ -18,6 +18,7 @@ from .chunking import chunk_document
 from .dedup import NearDuplicateFilter
 from .embeddings import embedder_for, unit_rows, write_embeddings
 from .loaders import LoadError, expand_paths, load_document
+from .normalize import GENERATED_KINDS
 from .schema import set_setting
 
 
@@ -25,6 +26,7 @@ from .schema import set_setting
 class IngestResult:
     ingested: int = 0
     skipped: int = 0
+    skipped_files: list = field(default_factory=list)
     pruned: int = 0
     duplicates_skipped: int = 0
     chunks: int = 0
@@ -36,6 +38,7 @@ class IngestResult:
         result = {
             "ingested": self.ingested,
             "skipped": self.skipped,
+            "skipped_files": self.skipped_files,
             "errors": self.errors,
             "pruned": self.pruned,
             "duplicates_skipped": self.duplicates_skipped,
@@ -60,6 +63,7 @@ def ingest_docs(
     extract=True,
     progress=None,
     workers=None,
+    include=(),
 ):
     """Ingest files, folders and globs into ``db``; the engine behind every face.
 
@@ -67,6 +71,9 @@ def ingest_docs(
     replace their rows; ``prune`` deletes documents under the given folders whose files
     are gone. A file that cannot be loaded is reported in ``errors`` and leaves what is
     already stored for it untouched. ``progress(path)`` is called once per file.
+    Generated pages (index, search and source-listing pages: ``normalize.page_kind()``)
+    are left out and listed in ``skipped_files`` with the reason, unless their kind is in
+    ``include`` (``"index"``, ``"search"``, ``"code"``); a stored copy of one is deleted.
     Files are loaded, de-duplicated and chunked in a second process while this one embeds
     and writes (``workers=0`` keeps everything here); ``workers`` is passed on to
     ``extract_and_link``.
@@ -78,8 +85,11 @@ def ingest_docs(
     result.errors.extend(errors)
     embedder = embedder_for(db)
     known = {
-        row[0]: (row[1], row[2])
-        for row in db.execute("select path, id, hash from docs").fetchall()
+        row[0]: (row[1], row[2], row[3])
+        for row in db.execute(
+            "select path, id, hash, "
+            "case when json_valid(meta) then json_extract(meta, '$.kind') end from docs"
+        ).fetchall()
     }
     pending = []  # loaded documents waiting for one embedding call
     embedding = None  # the previous batch, being embedded in a thread: (future, batch)
@@ -110,7 +120,15 @@ def ingest_docs(
             write(previous[1], previous[0].result())
 
     encoder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphrag-embed")
-    loader_state = (NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths])
+    unknown = set(include) - set(GENERATED_KINDS)
+    if unknown:
+        raise ValueError(
+            f"unknown page kinds to include: {', '.join(sorted(unknown))}; "
+            f"choose from {', '.join(GENERATED_KINDS)}"
+        )
+    loader_state = (
+        NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths], frozenset(include)
+    )
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
     loaders = 0 if workers == 0 else parallel.worker_count(None, len(files), most=1)
@@ -127,6 +145,12 @@ def ingest_docs(
                 continue
             if outcome == "skipped":
                 result.skipped += 1
+                continue
+            if outcome == "generated":
+                result.skipped_files.append({"path": str(path), "reason": value})
+                if str(path) in known:
+                    with db.atomic():
+                        db.execute("delete from docs where id = ?", [known[str(path)][0]])
                 continue
             document, chunks, dropped = value
             result.duplicates_skipped += dropped
@@ -152,8 +176,11 @@ LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedd
 _LOADER = {}
 
 
-def _start_loader(duplicates, skip_if_seen, known, paths):
-    _LOADER.update(duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths)
+def _start_loader(duplicates, skip_if_seen, known, paths, include):
+    _LOADER.update(
+        duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths,
+        include=include,
+    )
 
 
 def _prepare_file(path):
@@ -165,12 +192,20 @@ def _prepare_file(path):
         return path, "error", f"cannot read file: {ex.strerror}"
     digest = hashlib.sha256(data).hexdigest()
     known = _LOADER["known"]
-    if _LOADER["skip_if_seen"] and key in known and known[key][1] == digest:
+    if (
+        _LOADER["skip_if_seen"]
+        and key in known
+        and known[key][1] == digest
+        # A generated page stored when it was included is looked at again when it is not.
+        and (known[key][2] not in GENERATED_KINDS or known[key][2] in _LOADER["include"])
+    ):
         return path, "skipped", None
     try:
         document = load_document(path, root=_root_for(path, _LOADER["paths"]), data=data)
     except LoadError as ex:
         return path, "error", str(ex)
+    if document.generated and document.kind not in _LOADER["include"]:
+        return path, "generated", document.generated
     document.blocks, dropped = _LOADER["duplicates"].filter_blocks(
         document.blocks, kinds=("paragraph", "list", "quote")
     )

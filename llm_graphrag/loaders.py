@@ -59,6 +59,10 @@ class LoadedDocument:
     size: int = 0
     # The path relative to the ingest root, or as the caller gave it: used in preludes.
     relpath: str = ""
+    # Why the page is generated rather than written ("index page (...)", "search page
+    # (...)", "source code listing (...)"), with ``kind`` "index", "search" or "code";
+    # "" for a written page. Ingest skips generated pages unless asked to keep them.
+    generated: str = ""
 
     @property
     def text(self) -> str:

@@ -70,11 +70,12 @@ class Tool:
             raise ToolNotFound(str(ex)) from ex
 
 
-def _ingest_docs(db, paths, tags, skip_if_seen, prune, extract):
+def _ingest_docs(db, paths, tags, skip_if_seen, prune, extract, include):
     from .ingest import ingest_docs
 
     return ingest_docs(
-        db, paths, tags=tags, skip_if_seen=skip_if_seen, prune=prune, extract=extract
+        db, paths, tags=tags, skip_if_seen=skip_if_seen, prune=prune, extract=extract,
+        include=include,
     ).to_dict()
 
 

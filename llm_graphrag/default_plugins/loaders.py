@@ -15,6 +15,22 @@ import yaml
 
 from llm_graphrag.hookspecs import hookimpl
 from llm_graphrag.loaders import Block, LoadedDocument, LoadError, decode_text, squash
+from llm_graphrag.normalize import (
+    DROPPED,
+    PageStats,
+    bracketed_link,
+    drop_emptied_headings,
+    html_link_chars,
+    html_stats,
+    html_trail,
+    nav_bar,
+    page_kind,
+    page_title,
+    site_link_heading,
+    site_names,
+    table_of_contents,
+    word_chars,
+)
 
 
 @hookimpl
@@ -142,8 +158,8 @@ def _md_starts_block(line: str) -> bool:
     )
 
 
-def parse_markdown(text: str):
-    """Markdown to ``(blocks, front_matter)``."""
+def _md_front_matter(text: str):
+    """``(front_matter, body)``: the YAML between leading ``---`` lines, and the rest."""
     meta = {}
     if text.startswith("---\n"):
         end = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], re.M)
@@ -153,6 +169,94 @@ def parse_markdown(text: str):
             except yaml.YAMLError:
                 meta = {}
             text = text[4 + end.end() :]
+    return meta, text
+
+
+def parse_markdown(text: str, keep_link_lists: bool = False):
+    """Markdown to ``(blocks, front_matter)``.
+
+    Tables of contents (lists of links to the page's own sections) and navigation bars
+    (paragraphs of nothing but links) are dropped unless ``keep_link_lists``.
+    """
+    meta, text = _md_front_matter(text)
+    return _md_blocks(text, keep_link_lists), meta
+
+
+def _md_link_chars(raw: str):
+    """``(chars, link_chars, links, anchor_chars)`` of Markdown source, as rendered text.
+
+    ``anchor_chars`` counts the text of links to the page's own sections (``(#...)``).
+    """
+    links = link_chars = anchor_chars = 0
+    if "[" in raw or "<" in raw:
+        for match in _MD_LINK.finditer(raw):
+            links += 1
+            n = word_chars(md_inline(match.group(1)))
+            link_chars += n
+            if "](#" in match.group(0):
+                anchor_chars += n
+        for match in _MD_AUTOLINK.finditer(raw):
+            links += 1
+            link_chars += word_chars(match.group(1))
+    chars = word_chars(md_inline(raw))
+    return chars, min(link_chars, chars), links, min(anchor_chars, chars)
+
+
+_MD_LEADING_LINK = re.compile(r"^(?:\[[^\]]+\](?:\(|\[)|<(?:https?|ftp|mailto):)")
+
+
+def markdown_stats(text: str) -> PageStats:
+    """``PageStats`` of a Markdown body (front matter removed), line by line."""
+    stats = PageStats()
+    fence = None
+    block = 0
+    in_paragraph = led = False
+    for line in text.split("\n"):
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                stats.largest_code = max(stats.largest_code, block)
+                fence = None
+            else:
+                n = word_chars(line)
+                stats.code_chars += n
+                block += n
+            continue
+        opening = _MD_FENCE.match(line)
+        stripped = line.strip()
+        if opening or not stripped or _MD_TABLE_SEP.match(line) or _MD_HR.match(line):
+            if opening:
+                fence, block = opening.group(2), 0
+            in_paragraph = False
+            continue
+        if _MD_ATX.match(line) or _MD_SETEXT.match(line):
+            stats.words += len(stripped.split())
+            in_paragraph = False
+            continue
+        item = _MD_LIST.match(line)
+        row = stripped.startswith("|")
+        if item:
+            content = line[item.end() :]
+        elif row:
+            content = stripped.strip("|").strip()
+        else:
+            content = stripped
+        chars, link_chars, _, _ = _md_link_chars(content)
+        stats.words += len(content.split())
+        if item or row or not in_paragraph:  # a new unit; a paragraph's lines continue one
+            led = bool(_MD_LEADING_LINK.match(content.lstrip()))
+            stats.units += 1
+            stats.lead_units += led
+        stats.chars += chars
+        stats.link_chars += link_chars
+        stats.led_chars += chars if led else 0
+        in_paragraph = not (item or row)
+    if fence is not None:
+        stats.largest_code = max(stats.largest_code, block)
+    return stats
+
+
+def _md_blocks(text: str, keep_link_lists: bool):
     if "<!--" in text:
         text = _MD_COMMENT.sub("", text)
     lines = text.expandtabs(4).split("\n")
@@ -195,14 +299,14 @@ def parse_markdown(text: str):
             while j < n and lines[j].strip():
                 parts.append(_MD_QUOTE.sub("", lines[j], count=1))
                 j += 1
-            inner, _ = parse_markdown("\n".join(parts))
+            inner = _md_blocks("\n".join(parts), keep_link_lists)
             quote = "\n".join(b.render() if b.kind != "paragraph" else b.text for b in inner)
             if quote:
                 blocks.append(Block("quote", quote))
             i = j
             continue
         if _MD_LIST.match(line) and stripped not in ("-", "*", "+"):
-            i = _md_list(lines, i, blocks)
+            i = _md_list(lines, i, blocks, keep_link_lists)
             continue
         if "|" in line and i + 1 < n and "-" in lines[i + 1] and _MD_TABLE_SEP.match(lines[i + 1]):
             j = i
@@ -251,10 +355,16 @@ def parse_markdown(text: str):
                 blocks.append(Block("paragraph", f"{paragraph}: {definition}"))
             i = k
             continue
-        if paragraph:
+        if paragraph and not keep_link_lists and _md_nav_bar(" ".join(lines[i:j])):
+            blocks.append(DROPPED)
+        elif paragraph:
             blocks.append(Block("paragraph", paragraph))
         i = j
-    return blocks, meta
+    return drop_emptied_headings(blocks)
+
+
+def _md_nav_bar(raw: str) -> bool:
+    return nav_bar(*_md_link_chars(raw))
 
 
 def _md_fence(lines, i, fence, blocks):
@@ -276,7 +386,7 @@ def _md_fence(lines, i, fence, blocks):
     return j + 1
 
 
-def _md_list(lines, i, blocks):
+def _md_list(lines, i, blocks, keep_link_lists=True):
     """A list, loose or tight, with nested items and fenced code kept inside its items."""
     n = len(lines)
     items = []  # [indent_level_text, text_parts]
@@ -338,6 +448,13 @@ def _md_list(lines, i, blocks):
         segments = "".join(parts).split("\n")
         text = md_inline(segments[0]) if len(segments) == 1 else _md_item_with_code(parts)
         out.append("  " * depth + text)
+    if out and not keep_link_lists:
+        counts = [0, 0, 0, 0]
+        for _, parts in items:
+            counts = [a + b for a, b in zip(counts, _md_link_chars("".join(parts[1:])))]
+        if table_of_contents(*counts):
+            blocks.append(DROPPED)
+            return j
     if out:
         blocks.append(Block("list", "\n".join(out)))
     return j
@@ -359,9 +476,13 @@ def _md_item_with_code(parts):
 
 
 def load_markdown(path, data):
-    blocks, meta = parse_markdown(decode_text(data, path))
+    meta, body = _md_front_matter(decode_text(data, path))
+    kind, reason = page_kind(markdown_stats(body))
+    blocks = _md_blocks(body, keep_link_lists=kind == "index")
     document = LoadedDocument(path=path, format="md", blocks=blocks)
     _apply_meta(document, meta)
+    if kind:
+        document.kind, document.generated = kind, reason
     return document
 
 
@@ -1094,10 +1215,17 @@ _HTML_INLINE = frozenset(
     "a abbr b bdi bdo cite code data del dfn em font i ins kbd label mark q s samp small span "
     "strong sub sup time tt u var wbr big img br -text".split()
 )
-_HTML_BOILERPLATE = re.compile(
-    r"(?:^|[-_\s])(?:nav|navbar|navigation|menu|menubar|breadcrumbs?|footer|sidebar|"
-    r"sphinxsidebar|toc|related|headerlink|skip-?link|cookie-?banner|site-?header)(?:$|[-_\s])"
+_HTML_MARKERS = (
+    r"(?:nav|navbar|navigation|menu|menubar|breadcrumbs?|footer|sidebar|"
+    r"sphinxsidebar|toc|related|headerlink|skip-?link|"
+    r"cookie-?banner|site-?header)"
 )
+_HTML_BOILERPLATE = re.compile(r"(?:^|[-_\s])" + _HTML_MARKERS + r"(?:$|[-_\s])")
+_HTML_BOILERPLATE_ID = re.compile(r"(?:[a-z]+[-_])?" + _HTML_MARKERS)
+_HTML_BOILERPLATE_ROLES = frozenset(
+    ("navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar")
+)
+_HTML_PHRASING = _HTML_INLINE - {"a", "label", "-text"}
 _HTML_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([\w-]+)""", re.I)
 
 
@@ -1107,11 +1235,34 @@ def _collapse(text: str) -> str:
 
 
 def _boilerplate(node) -> bool:
+    """Navigation, sidebars, footers and banners, told by their role, class or id.
+
+    An id names boilerplate only when it is a marker itself, perhaps with one word in front
+    ("sidebar", "global-nav"): ids made from headings ("related-objects") are content.
+    """
     attrs = node.attributes
-    marker = " ".join(v for k, v in attrs.items() if k in ("class", "id", "role") and v)
-    if not marker:
+    if not attrs:
         return False
-    return bool(_HTML_BOILERPLATE.search(marker.lower())) or "navigation" in marker.lower()
+    role = (attrs.get("role") or "").lower()
+    if role in _HTML_BOILERPLATE_ROLES:
+        return True
+    marker = (attrs.get("class") or "").lower()
+    if marker and (_HTML_BOILERPLATE.search(marker) or "navigation" in marker):
+        return True
+    ident = (attrs.get("id") or "").lower()
+    return bool(ident) and bool(_HTML_BOILERPLATE_ID.fullmatch(ident))
+
+
+def _skip(node) -> bool:
+    """Subtrees left out of the text: dropped tags, boilerplate and banner headings."""
+    tag = node.tag
+    if tag in _HTML_DROP:
+        return True
+    if tag in _HTML_PHRASING:  # never navigation, and most of the nodes: a fast way out
+        return False
+    if tag == "a":
+        return _boilerplate(node) or bracketed_link(node)
+    return _boilerplate(node) or (tag in _HTML_HEADINGS and site_link_heading(node))
 
 
 def _html_inline(node, in_pre=False) -> str:
@@ -1120,7 +1271,7 @@ def _html_inline(node, in_pre=False) -> str:
         tag = child.tag
         if tag == "-text":
             parts.append(child.text_content or "")
-        elif tag in _HTML_DROP or _boilerplate(child):
+        elif _skip(child):
             continue
         elif tag == "br":
             parts.append("\n" if in_pre else " ")
@@ -1154,9 +1305,12 @@ def _html_inline(node, in_pre=False) -> str:
 
 
 class _HtmlWalker:
-    def __init__(self):
+    def __init__(self, keep_link_lists=False):
         self.blocks = []
         self.buffer = []
+        # Tables of contents and navigation bars are dropped, except on pages made of
+        # links (kept by choice, they keep all their links).
+        self.keep_link_lists = keep_link_lists
 
     def flush(self):
         if self.buffer:
@@ -1171,7 +1325,7 @@ class _HtmlWalker:
             if tag == "-text":
                 self.buffer.append(child.text_content or "")
                 continue
-            if tag in _HTML_DROP or (tag == "header" and not in_article) or _boilerplate(child):
+            if _skip(child) or (tag == "header" and not in_article):
                 continue
             if tag in _HTML_INLINE:
                 self.buffer.append(_html_inline(_Wrap(child)) if tag != "br" else " ")
@@ -1182,10 +1336,16 @@ class _HtmlWalker:
                 if text:
                     self.blocks.append(Block("heading", text, _HTML_HEADINGS[tag]))
             elif tag == "p":
+                if not self.keep_link_lists and nav_bar(*html_link_chars(child)):
+                    self.blocks.append(DROPPED)
+                    continue
                 text = _collapse(_html_inline(child))
                 if text:
                     self.blocks.append(Block("paragraph", text))
             elif tag in ("ul", "ol"):
+                if not self.keep_link_lists and table_of_contents(*html_link_chars(child)):
+                    self.blocks.append(DROPPED)
+                    continue
                 lines = self.list_lines(child, 0)
                 if lines:
                     self.blocks.append(Block("list", "\n".join(lines)))
@@ -1206,10 +1366,10 @@ class _HtmlWalker:
                 if rows:
                     self.blocks.append(Block("table", "\n".join(rows)))
             elif tag == "blockquote":
-                inner = _HtmlWalker()
+                inner = _HtmlWalker(self.keep_link_lists)
                 inner.walk(child, in_article)
                 inner.flush()
-                text = "\n".join(b.text for b in inner.blocks)
+                text = "\n".join(b.text for b in drop_emptied_headings(inner.blocks))
                 if text:
                     self.blocks.append(Block("quote", text))
             elif tag == "dl":
@@ -1243,7 +1403,7 @@ class _HtmlWalker:
                     nested.extend(self.list_lines(child, depth + 1))
                 elif child.tag == "-text":
                     parts.append(child.text_content or "")
-                elif child.tag not in _HTML_DROP:
+                elif not _skip(child):
                     parts.append(_html_inline(_Wrap(child)))
             marker = f"{number}." if ordered else "-"
             number += 1
@@ -1296,7 +1456,10 @@ def _html_breadcrumbs(tree) -> list:
 
 
 def parse_html(text: str):
-    """HTML to ``(blocks, title, tags, lang, breadcrumbs)`` with boilerplate dropped."""
+    """HTML to ``(blocks, title, tags, lang, breadcrumbs, kind, reason)``, boilerplate dropped.
+
+    ``kind`` and ``reason`` say when the page is generated (``normalize.page_kind()``).
+    """
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(text)
@@ -1308,27 +1471,28 @@ def parse_html(text: str):
             tags.extend(_split_tags(meta.attributes.get("content")))
     html_node = tree.css_first("html")
     lang = (html_node.attributes.get("lang") or "") if html_node else ""
-    breadcrumbs = _html_breadcrumbs(tree)
+    breadcrumbs = _html_breadcrumbs(tree) or html_trail(tree)
     root = tree.css_first("main") or tree.css_first("[role=main]")
     if root is None:
         articles = tree.css("article")
         root = articles[0] if len(articles) == 1 else tree.body
-    walker = _HtmlWalker()
+    kind = reason = ""
+    if root is not None:
+        kind, reason = page_kind(html_stats(root, _skip))
+    walker = _HtmlWalker(keep_link_lists=kind == "index")
     if root is not None:
         walker.walk(root, root.tag in ("main", "article"))
         walker.flush()
-    h1 = next((b.text for b in walker.blocks if b.kind == "heading" and b.level == 1), "")
-    if h1:
-        title = h1
-    elif title:
-        title = re.split(r"\s+[-|–—·]\s+", title)[0]
+    blocks = drop_emptied_headings(walker.blocks)
+    h1 = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), "")
+    title = page_title(title, h1, site_names(tree))
     if breadcrumbs and breadcrumbs[-1] == title:
         breadcrumbs = breadcrumbs[:-1]
-    return walker.blocks, title, tags, lang, breadcrumbs
+    return blocks, title, tags, lang, breadcrumbs, kind, reason
 
 
 def load_html(path, data):
-    blocks, title, tags, lang, breadcrumbs = parse_html(_decode_html(data, path))
+    blocks, title, tags, lang, breadcrumbs, kind, reason = parse_html(_decode_html(data, path))
     if not any(b.text for b in blocks):
         raise LoadError(
             "no readable text in this HTML (malformed markup, or only scripts and navigation); "
@@ -1336,6 +1500,7 @@ def load_html(path, data):
         )
     document = LoadedDocument(path=path, format="html", blocks=blocks, title=title, tags=tags)
     document.breadcrumbs = breadcrumbs
+    document.kind, document.generated = kind, reason
     if re.fullmatch(r"[A-Za-z]{2}([-_].*)?", lang):
         document.lang = lang[:2].lower()
     return document
