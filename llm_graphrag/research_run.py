@@ -2,7 +2,7 @@
 
 ``write_run`` runs intake, clarify, plan, search, draft, cite, verify and report, logging
 each stage to ``logs/pipeline.jsonl`` (started, then completed or failed, with the run
-id: the directory's name), and writes:
+id: the directory's name when the run is written), and writes:
 
 * ``clarify.json``: ``clarified`` when the question names an entity or has two content
   words; otherwise ``failed`` with the questions to ask (the run goes on as asked);
@@ -61,8 +61,16 @@ class Pipeline:
 
     def __init__(self, run_dir):
         self.run_dir = pathlib.Path(run_dir)
-        self.run_id = self.run_dir.resolve().name
         self.path = self.run_dir / "logs" / "pipeline.jsonl"
+        self.run_id = self._logged_run_id() or self.run_dir.resolve().name
+
+    def _logged_run_id(self):
+        """The run id of an existing log: the directory may have been moved since."""
+        try:
+            with self.path.open(encoding="utf8") as fp:
+                return json.loads(fp.readline()).get("run_id")
+        except (OSError, ValueError, AttributeError):
+            return None
 
     def log(self, stage, status, details):
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -74,11 +74,12 @@ def sentences(text):
 
 
 def content_words(text):
-    """Lemmas of the words of ``text`` that are not stopwords, numbers or negations."""
+    """Lemmas of the words of ``text`` that are not stopwords, numbers or negations, a
+    final e dropped (the light lemmatizer gives ``cache`` but ``caches``: ``cach``)."""
     from .extraction import STOPWORDS, lemma
 
     return {
-        lemma(w)
+        lemma(w).removesuffix("e")
         for w in (w.lower() for w in _WORD.findall(text))
         if w not in STOPWORDS and w not in NEGATIONS and len(w) > 1 and not w.isdigit()
     }
