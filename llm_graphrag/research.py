@@ -20,7 +20,8 @@ its source is ``direct`` when one of them ranked it from keyword and vector sear
 
 Evidence chains start at the entities a sub-query names and follow relations from
 ``src`` to ``dst`` for 2 to ``max_hops`` hops, to an entity the question names or one
-mentioned in the sub-query's results. An edge's weight is its relation's confidence (the
+mentioned in the sub-query's results; a hop deeper only while the entities reached stay
+few (``FRONTIER``: past hubs the next hop reaches most of the graph). An edge's weight is its relation's confidence (the
 best of its evidence, in [0, 1]); among the shortest paths to an entity, bfsvtab gives the
 one with the greatest product of weights, and that product is the chain's
 ``total_weight``. Chains that reach an entity of the question rank first, then by weight.
@@ -52,6 +53,7 @@ _CONJUNCTION = re.compile(
 _COPULA_RELATIONS = frozenset({"is_a", "same_as"})
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)]|Q\d+[:.])\s*")
 _PROGRESS_STEPS = 1000  # SQLite instructions between two deadline checks
+FRONTIER = 500  # chains go a hop deeper from a seed while it reaches at most this many
 
 DECOMPOSE_PROMPT = (
     "Split this research question into at most {n} short search queries that together "
@@ -109,7 +111,7 @@ class SubQuery:
 def question_entities(conn, text):
     """Entities ``text`` names, in the order it names them.
 
-    Every 1-3 word span (not only stopwords) is looked up by the linker's blocking keys
+    Every 1-3 word span that neither starts nor ends with a stopword is looked up by the linker's blocking keys
     in ``entities.norm``; longer spans win, each word belongs to one span, and a key
     shared by several entities stands for the most mentioned one. A lone verb form
     ("get", "depends") or inflected noun-or-verb ("owns") names nothing, and entities never mentioned are left out. Each
@@ -122,7 +124,7 @@ def question_entities(conn, text):
     for size in range(_NGRAM, 0, -1):
         for i in range(len(tokens) - size + 1):
             words = tokens[i : i + size]
-            if all(w.group().lower() in STOPWORDS for w in words):
+            if words[0].group().lower() in STOPWORDS or words[-1].group().lower() in STOPWORDS:
                 continue
             word = words[0].group()
             if size == 1 and (word in VERB_FORMS or (word in AMBIGUOUS_FORMS and lemma(word) != word)):
@@ -314,12 +316,31 @@ def _mentioned(conn, chunk_ids):
     }
 
 
-def evidence_chains(conn, seeds, targets, question_ids, max_hops, limit):
+def reach(conn, seed, max_hops, cache=None):
+    """bfsvtab rows ``(id, distance, path, weight)`` from ``seed`` along relations.
+
+    Goes one hop deeper at a time, up to ``max_hops``, while the seed reaches at most
+    ``FRONTIER`` entities: past a hub the graph's next hop reaches most of it (60,000
+    rows and a second on python3.11-doc), and chains through hubs say little.
+    ``cache`` (a dict shared by the sub-queries of one call) keeps what was computed.
+    """
+    cache = {} if cache is None else cache
+    rows = []
+    for depth in range(1, max_hops + 1):
+        key = (seed, depth)
+        if key not in cache:
+            cache[key] = conn.execute(_BFS, {"root": seed, "max_depth": depth}).fetchall()
+        rows = cache[key]
+        if len(rows) > FRONTIER:
+            break
+    return rows
+
+
+def evidence_chains(conn, seeds, targets, question_ids, max_hops, limit, cache=None):
     """Chains of 2 to ``max_hops`` relations from each seed entity id to a target id."""
     found = []
     for seed in seeds:
-        rows = conn.execute(_BFS, {"root": seed, "max_depth": max_hops}).fetchall()
-        for node, distance, path, weight in rows:
+        for node, distance, path, weight in reach(conn, seed, max_hops, cache):
             if distance >= 2 and node in targets and node != seed:
                 found.append((node in question_ids, weight, path))
     found.sort(key=lambda f: (not f[0], -f[1], f[2]))
@@ -366,21 +387,30 @@ def _reader(file):
     return conn
 
 
-def run_sub_query(conn, sub_query, options, question_ids):
+@dataclass
+class Context:
+    """What the sub-queries of one call share: the question's entities, reach rows."""
+
+    question_ids: frozenset
+    reached: dict = field(default_factory=dict)
+
+
+def run_sub_query(conn, sub_query, options, context):
     """Chunks (``hybrid_query``, graph mode) and evidence chains of one sub-query."""
     result = hybrid_query(conn, sub_query.text, RetrievalOptions(k=options.per_query_k))
     chains = []
     if options.max_chains:
         seeds = [e["id"] for e in most_specific(question_entities(conn, sub_query.text), options.seed_entities)]
         if seeds:
-            targets = set(question_ids) | _mentioned(conn, [c["id"] for c in result["chunks"]])
+            targets = context.question_ids | _mentioned(conn, [c["id"] for c in result["chunks"]])
             chains = evidence_chains(
-                conn, seeds, targets, set(question_ids), options.max_hops, options.max_chains
+                conn, seeds, targets, context.question_ids, options.max_hops, options.max_chains,
+                context.reached,
             )
     return result["chunks"], chains
 
 
-def _attempt(source, sub_query, options, question_ids, deadline, cancelled):
+def _attempt(source, sub_query, options, context, deadline, cancelled):
     """Run one sub-query on ``source`` (a file to open, or a connection), interrupting
     its SQLite work at ``deadline``."""
     if time.monotonic() >= deadline:
@@ -392,7 +422,7 @@ def _attempt(source, sub_query, options, question_ids, deadline, cancelled):
         conn.set_progress_handler(
             lambda: int(cancelled.is_set() or time.monotonic() >= deadline), _PROGRESS_STEPS
         )
-        chunks, chains = run_sub_query(conn, sub_query, options, question_ids)
+        chunks, chains = run_sub_query(conn, sub_query, options, context)
     except Exception as ex:  # one sub-query's failure is counted, not raised
         if cancelled.is_set() or time.monotonic() >= deadline:
             return Outcome(sub_query, "timed_out")
@@ -420,11 +450,12 @@ def run_sub_queries(db, sub_queries, options, question_ids):
     file = database_file(conn)
     timeout = options.timeout_ms / 1000
     cancelled = threading.Event()
+    context = Context(frozenset(question_ids))
     # The model loads on first use (seconds, once per process): not a sub-query's time
     connection_embedder(conn).encode([sub_queries[0].text])
     if file is None:
         return [
-            _attempt(conn, sq, options, question_ids, time.monotonic() + timeout, cancelled)
+            _attempt(conn, sq, options, context, time.monotonic() + timeout, cancelled)
             for sq in sub_queries
         ]
     deadline = time.monotonic() + timeout
@@ -433,7 +464,7 @@ def run_sub_queries(db, sub_queries, options, question_ids):
     )
     try:
         futures = [
-            pool.submit(_attempt, file, sq, options, question_ids, deadline, cancelled)
+            pool.submit(_attempt, file, sq, options, context, deadline, cancelled)
             for sq in sub_queries
         ]
         concurrent.futures.wait(futures, timeout=max(0.0, deadline - time.monotonic()))
