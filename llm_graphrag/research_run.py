@@ -10,7 +10,8 @@ id: the directory's name when the run is written), and writes:
   brief, medium, deep), budget (results kept), language, the sub-queries;
 * ``drafts/paragraphs.jsonl``: extractive paragraphs (the sentences of each top chunk
   sharing most content words with the question and its sub-queries, copied verbatim;
-  one paragraph of the evidence sentences of the best evidence chain's relations), or
+  one paragraph of the evidence sentences of the relations of the best chain that has
+  such sentences for all of them), or
   with a model, paragraphs the model writes from the same sources; each ends with the
   markers of its cite ids (``[C001]``);
 * ``evidence/citations.json`` and ``evidence/sources/C###.txt``: each cited chunk's text,
@@ -220,7 +221,7 @@ def extractive_paragraphs(found, sub_queries, chain_evidence, citations, limit):
 
 def chain_evidence(conn, chain):
     """``[(sentence, chunk)]``: the best evidence sentence of each relation of ``chain``,
-    copied from its chunk (none when a relation has no sentence found in its chunk)."""
+    copied from its chunk; none unless each is a whole prose sentence found there."""
     evidence = []
     for relation_id, _, _ in chain.relations:
         row = conn.execute(
@@ -233,7 +234,7 @@ def chain_evidence(conn, chain):
         if row is None:
             return []
         sentence = " ".join(row[0].split())
-        if sentence not in " ".join(row[2].split()):
+        if sentence not in " ".join(row[2].split()) or not _readable(sentence):
             return []
         evidence.append(
             (sentence, {"chunk_id": row[1], "content": row[2], "path": row[3], "title": row[4]})
@@ -316,7 +317,8 @@ def write_run(db, q, run_dir, options, model=None):
         if model:
             paragraphs = generated_paragraphs(model, q, found.results[: options.paragraphs], citations, options.paragraphs)
         else:
-            evidence = chain_evidence(conn, found.chains[0]) if found.chains else []
+            # the best chain whose every relation has a sentence to copy
+            evidence = next(filter(None, (chain_evidence(conn, c) for c in found.chains)), [])
             paragraphs = extractive_paragraphs(
                 found.results, sub_queries, evidence, citations, options.paragraphs
             )
