@@ -20,6 +20,7 @@ __all__ = [
     "RetrievalOptions",
     "TOOLS",
     "call_tool",
+    "deep_research",
     "extract_and_link",
     "hookimpl",
     "hybrid_query",
@@ -34,6 +35,7 @@ _LAZY = {
     "hybrid_query": "retrieval",
     "RetrievalOptions": "retrieval",
     "call_tool": "tools",
+    "deep_research": "research",
     "TOOLS": "tools",
 }
 

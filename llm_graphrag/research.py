@@ -15,8 +15,9 @@ Each sub-query runs ``hybrid_query`` (graph mode) in its own thread on its own c
 to the database file, under ``timeout_ms``: its SQLite work is interrupted at the
 deadline, and one without an answer by then counts as timed out. Results are chunks,
 deduplicated: a chunk's score is the sum of its scores in the sub-queries that found it;
-its source is ``direct`` when one of them ranked it from keyword and vector search alone
-(``hop`` 0), else ``graph``, with the fewest hops of the graph bridges that placed it.
+its source is ``direct`` when, in one of them, keyword and vector search gave it more of
+its score than graph bridges (``relevance`` over ``bridge``), else ``graph``, with the
+fewest hops of the bridges that reached it.
 
 Evidence chains start at the entities a sub-query names and follow relations from
 ``src`` to ``dst`` for 2 to ``max_hops`` hops, to an entity the question names or one
@@ -513,7 +514,7 @@ def merge_results(outcomes):
             )
             entry["score"] += max(0.0, chunk["score"])
             entry["sub_query_ids"].append(outcome.sub_query.id)
-            if chunk.get("hop"):
+            if chunk.get("hop") and chunk.get("bridge", 0.0) > chunk.get("relevance", 0.0):
                 entry["hops"] = min(entry["hops"] or chunk["hop"], chunk["hop"])
             else:
                 entry["direct"] = True

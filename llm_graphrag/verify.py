@@ -11,7 +11,7 @@ The rules, applied to ``drafts/paragraphs.jsonl`` and ``evidence/citations.json`
   non-stopwords) do, and the text's sentence sharing most of them is negated exactly when
   the claim is. A claim is supported when one of its paragraph's resolving citations
   supports it, or all of them together do.
-* A paragraph **passes** when it has cite ids and each of its claims is supported.
+* A paragraph **passes** when it has cite ids and claims, and each claim is supported.
   ``single_source_claims_count`` counts supported claims that exactly one citation
   supports on its own.
 * **Conflicts**: the cited facts are, for each supported claim, the sentence of each
@@ -151,7 +151,11 @@ class ParagraphCheck:
 
     @property
     def passed(self):
-        return bool(self.cite_ids) and self.well_formed and all(c["supported"] for c in self.claims)
+        return (
+            bool(self.cite_ids and self.claims)
+            and self.well_formed
+            and all(c["supported"] for c in self.claims)
+        )
 
     def to_dict(self):
         return {
