@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from common import machine, python_docs  # noqa: E402
+from common import calibration_ms, machine, python_docs  # noqa: E402
 
 DATABASE = pathlib.Path("/tmp/graphrag-bench/python3.11-doc.db")
 
@@ -80,6 +80,7 @@ def main():
     db = open_database(args.database, create=False)
     counts = {t: db[t].count for t in ("docs", "chunks", "entities", "relations")}
     print(machine())
+    print(f"calibration: {calibration_ms()} ms (a fixed single-core workload; lower is a faster moment)")
     print(f"Database: {args.database}: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()))
     options = ResearchOptions()
     print(f"{len(QUESTIONS)} questions x {args.rounds} rounds after one warm-up round; "
