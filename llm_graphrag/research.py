@@ -112,11 +112,12 @@ class SubQuery:
 def question_entities(conn, text):
     """Entities ``text`` names, in the order it names them.
 
-    Every 1-3 word span that neither starts nor ends with a stopword is looked up by the linker's blocking keys
-    in ``entities.norm``; longer spans win, each word belongs to one span, and a key
-    shared by several entities stands for the most mentioned one. A lone verb form
-    ("get", "depends") or inflected noun-or-verb ("owns") names nothing, and entities never mentioned are left out. Each
-    is ``{"id", "name", "popularity", "start"}``.
+    Every 1-3 word span that neither starts nor ends with a stopword is looked up by the
+    linker's blocking keys in ``entities.norm``; longer spans win, each word belongs to
+    one span, and a key shared by several entities stands for the most mentioned one. A
+    lone verb form ("get", "depends") or inflected noun-or-verb ("owns") names nothing,
+    and entities never mentioned are left out. Each is ``{"id", "name", "popularity",
+    "start"}``.
     """
     from .extraction import AMBIGUOUS_FORMS, STOPWORDS, VERB_FORMS, lemma
 
@@ -221,8 +222,9 @@ def heuristic_sub_queries(conn, q, limit):
     return chosen
 
 
-def llm_sub_queries(model_id, q, limit):
-    """Up to ``limit`` sub-queries of ``q`` written by the llm model ``model_id``."""
+def ask(model_id, prompt, task):
+    """What the llm model ``model_id`` answers to ``prompt``; its errors as ``ResearchError``
+    naming the ``task``."""
     import llm
 
     try:
@@ -230,9 +232,14 @@ def llm_sub_queries(model_id, q, limit):
     except llm.UnknownModelError as ex:
         raise ResearchError(f"Unknown model {model_id!r}: 'llm models' lists the models llm knows") from ex
     try:
-        text = model.prompt(DECOMPOSE_PROMPT.format(n=limit, q=q)).text()
+        return model.prompt(prompt).text()
     except (llm.ModelError, llm.NeedsKeyException) as ex:
-        raise ResearchError(f"Model {model_id} could not decompose the question: {ex}") from ex
+        raise ResearchError(f"Model {model_id} could not {task}: {ex}") from ex
+
+
+def llm_sub_queries(model_id, q, limit):
+    """Up to ``limit`` sub-queries of ``q`` written by the llm model ``model_id``."""
+    text = ask(model_id, DECOMPOSE_PROMPT.format(n=limit, q=q), "decompose the question")
     whole = _words_key(q)
     seen = {whole}
     chosen = []

@@ -34,7 +34,7 @@ import re
 import jinja2
 
 from . import verify as verification
-from .research import ResearchError, decompose, question_entities, research
+from .research import ResearchError, ask, decompose, question_entities, research
 from .retrieval import query_words
 
 DEPTHS = {2: "brief", 3: "medium", 4: "deep"}
@@ -244,21 +244,12 @@ def chain_evidence(conn, chain):
 
 def generated_paragraphs(model_id, question, found, citations, limit):
     """Paragraphs the llm model ``model_id`` writes from the top chunks."""
-    import llm
-
-    try:
-        model = llm.get_model(model_id)
-    except llm.UnknownModelError as ex:
-        raise ResearchError(f"Unknown model {model_id!r}: 'llm models' lists the models llm knows") from ex
     sources = []
     for entry in found:
         cid = citations.cite(entry)
         sources.append(f"[{cid}] {entry['title'] or entry['path']}\n{entry['content'].strip()}")
     prompt = DRAFT_PROMPT.format(n=limit, question=question, sources="\n\n".join(sources))
-    try:
-        text = model.prompt(prompt).text()
-    except (llm.ModelError, llm.NeedsKeyException) as ex:
-        raise ResearchError(f"Model {model_id} could not draft the report: {ex}") from ex
+    text = ask(model_id, prompt, "draft the paragraphs")
     paragraphs = []
     for block in re.split(r"\n\s*\n", text.strip()):
         block = " ".join(block.split())
