@@ -684,7 +684,10 @@ def settings(key, value, database):
     "--hops", "max_hops", type=click.IntRange(2, 4), default=3, show_default=True,
     help="Longest evidence chain, in relations",
 )
-@click.option("--chains", "max_chains", type=click.IntRange(0, 50), default=10, show_default=True)
+@click.option(
+    "--chains", "max_chains", type=click.IntRange(0, 50), default=10, show_default=True,
+    help="Evidence chains kept",
+)
 @click.option(
     "--timeout", "timeout_ms", type=click.IntRange(0), default=5000, show_default=True,
     help="Milliseconds each sub-query may take",
