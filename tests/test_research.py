@@ -196,6 +196,7 @@ def test_sub_queries_run_in_parallel_on_their_own_connections(sample_db, monkeyp
             time.sleep(0.4)
         return real(conn, q, options)
 
+    research_json(sample_db, "certificate rotation")  # the embedding model loaded beforehand
     monkeypatch.setattr(research_module, "hybrid_query", slow)
     started = time.perf_counter()
     data = research_json(sample_db, QUESTION, "--timeout", "1200")
