@@ -177,15 +177,43 @@ def permission_allowed(datasette, actor, action):
     return True
 
 
+def openapi_schema(name, schema, components):
+    """``schema`` for an OpenAPI document: its ``$defs`` moved into ``components`` as
+    ``<name>_<def>`` (OpenAPI resolves ``#/...`` against the whole document) and its
+    ``$id`` dropped (it would make those references relative to another document)."""
+    if "$defs" not in schema:
+        return schema
+
+    def rewrite(node):
+        if isinstance(node, list):
+            return [rewrite(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        return {
+            key: f"#/components/schemas/{name}_{value.rsplit('/', 1)[1]}"
+            if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/")
+            else rewrite(value)
+            for key, value in node.items()
+            if key not in ("$defs", "$id")
+        }
+
+    for key, value in schema["$defs"].items():
+        components[f"{name}_{key}"] = rewrite(value)
+    return rewrite(schema)
+
+
 def openapi_document():
     """OpenAPI 3.1 description of every tool endpoint."""
     paths = {}
+    components = {}
     for name, tool in TOOLS.items():
         operation = {}
         responses = {
             "200": {
                 "description": f"{name} result",
-                "content": {"application/json": {"schema": tool.output_schema}},
+                "content": {
+                    "application/json": {"schema": openapi_schema(name, tool.output_schema, components)}
+                },
             },
             "400": {"description": "Invalid arguments; the body names the field"},
             "404": {"description": "Unknown database, tool, entity or document"},
@@ -237,6 +265,7 @@ def openapi_document():
             "exactly one graphrag database is served.",
         },
         "paths": paths,
+        "components": {"schemas": components},
     }
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "RetrievalOptions",
     "TOOLS",
     "call_tool",
+    "deep_research",
     "extract_and_link",
     "evaluate_retrieval",
     "hookimpl",
@@ -40,6 +41,7 @@ _LAZY = {
     "hybrid_query": "retrieval",
     "RetrievalOptions": "retrieval",
     "call_tool": "tools",
+    "deep_research": "research",
     "TOOLS": "tools",
 }
 

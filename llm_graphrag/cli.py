@@ -696,3 +696,138 @@ def settings(key, value, database):
     with db.atomic():
         set_setting(db, key, parsed)
     echo_json(parsed)
+
+
+@graphrag.command()
+@click.argument("question")
+@database_option
+@click.option("-k", type=click.IntRange(1, 50), default=10, show_default=True, help="Results kept")
+@click.option(
+    "--sub-queries", "max_sub_queries", type=click.IntRange(1, 10), default=6, show_default=True,
+    help="Sub-queries at most, the question included",
+)
+@click.option(
+    "--hops", "max_hops", type=click.IntRange(2, 4), default=3, show_default=True,
+    help="Longest evidence chain, in relations",
+)
+@click.option(
+    "--chains", "max_chains", type=click.IntRange(0, 50), default=10, show_default=True,
+    help="Evidence chains kept",
+)
+@click.option(
+    "--timeout", "timeout_ms", type=click.IntRange(0), default=5000, show_default=True,
+    help="Milliseconds each sub-query may take",
+)
+@click.option("--with-bodies", is_flag=True, help="Include each result's full text")
+@click.option(
+    "-m", "--model",
+    help="llm model that decomposes the question and drafts the run's paragraphs "
+    "(default: rules, and extractive paragraphs)",
+)
+@click.option(
+    "--run-dir", type=click.Path(file_okay=False),
+    help="Write the run here: clarify.json, logs/, drafts/, evidence/, report.md",
+)
+@json_option
+@friendly_errors
+def research(question, database, k, max_sub_queries, max_hops, max_chains, timeout_ms,
+             with_bodies, model, run_dir, as_json):
+    """Research a question: sub-queries in parallel, ranked results, evidence chains.
+
+    With --run-dir, also drafts paragraphs that cite the chunks they come from, verifies
+    them and writes report.md.
+
+    \b
+    Example usage:
+        llm graphrag research "Which services depend on tidepool?" -d graphrag.db
+        llm graphrag research "Who owns Basin and what does it use?" --json
+        llm graphrag research "How does Basin get readings?" --run-dir runs/basin
+        llm graphrag research "What does Heron depend on?" -m gpt-4o-mini --run-dir runs/heron
+    """
+    from .research import ResearchError, ResearchOptions, deep_research
+
+    db = open_database(database, create=False)
+    options = ResearchOptions(
+        k=k, max_sub_queries=max_sub_queries, max_hops=max_hops, max_chains=max_chains,
+        timeout_ms=timeout_ms, with_bodies=with_bodies,
+    )
+    try:
+        result = deep_research(db, question, options, model=model, run_dir=run_dir)
+    except ResearchError as ex:
+        raise click.ClickException(str(ex))
+    if as_json:
+        echo_json(result)
+        return
+    click.echo("Sub-queries:")
+    for sq in result["sub_queries"]:
+        click.echo(f"  {sq['id']}. {sq['text']}  ({sq['source']})")
+    click.echo("Results:")
+    for i, item in enumerate(result["results"], 1):
+        hops = f", {item['hop_distance']} hops" if item["hop_distance"] else ""
+        ids = ",".join(str(i) for i in item["sub_query_ids"])
+        click.echo(f"  {i}. [{item['score']:.3f}] {item['name']} ({item['source']}{hops}; sub-queries {ids})")
+        click.echo(f"     {item['snippet']}")
+        if with_bodies:
+            click.echo("     " + item["body"].replace("\n", "\n     "))
+    if result["evidence_chains"]:
+        click.echo("Evidence chains:")
+    for chain in result["evidence_chains"]:
+        steps = "".join(f" --{n['relation']} ({n['weight']})--> {n['entity']}" for n in chain["path"][1:])
+        click.echo(f"  {chain['path'][0]['entity']}{steps}  [{chain['total_weight']}]")
+    s = result["stats"]
+    click.echo(
+        f"{s['sub_queries_total']} sub-queries: {s['sub_queries_completed']} completed, "
+        f"{s['sub_queries_failed']} failed, {s['sub_queries_timed_out']} timed out; "
+        f"{s['unique_memories_found']} unique results, {s['evidence_chains_found']} chains "
+        f"in {s['elapsed_ms']} ms"
+    )
+    if run_dir:
+        verdict = json.loads((pathlib.Path(run_dir) / "evidence" / "verify.json").read_text())
+        click.echo(
+            f"Run written to {run_dir}: report.md; verification "
+            + ("passed" if verdict["passed"] else "FAILED (see evidence/verify.json)")
+        )
+
+
+@graphrag.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@json_option
+@friendly_errors
+def verify(run_dir, as_json):
+    """Verify a research run directory again and rewrite evidence/verify.json.
+
+    Each paragraph of drafts/paragraphs.jsonl passes when the chunks it cites support
+    each of its sentences. Exits with status 1 when the run does not pass.
+
+    \b
+    Example usage:
+        llm graphrag verify runs/basin
+        llm graphrag verify runs/basin --json
+    """
+    from .research_run import verify_run
+    from .verify import RunDirectoryError
+
+    try:
+        report = verify_run(run_dir)
+    except RunDirectoryError as ex:
+        raise click.ClickException(str(ex))
+    summary = report.summary
+    if as_json:
+        echo_json(summary)
+    else:
+        for paragraph in report.paragraphs:
+            mark = "PASS" if paragraph["passed"] else "FAIL"
+            click.echo(f"{mark} paragraph {paragraph['index'] + 1} {''.join(f'[{c}]' for c in paragraph['cite_ids'])}")
+            for claim in paragraph["claims"]:
+                if not claim["supported"]:
+                    click.echo(f"     not supported: {claim['text']}")
+            if not paragraph["ends_with_citations"]:
+                click.echo("     does not end with the markers of its cite ids")
+        click.echo(
+            f"{summary['verified_claims_count']} claims verified "
+            f"({summary['single_source_claims_count']} single-source), "
+            f"{summary['conflicts_count']} conflicts, {summary['citations_found']} citations found: "
+            + ("passed" if summary["passed"] else "FAILED")
+        )
+    if not summary["passed"]:
+        raise SystemExit(1)

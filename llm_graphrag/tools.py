@@ -100,6 +100,19 @@ def _status(db):
     return status(db)
 
 
+def _deep_research(db, q, k, max_sub_queries, max_hops, max_chains, timeout_ms, with_bodies):
+    from .research import ResearchError, ResearchOptions, deep_research
+
+    try:
+        options = ResearchOptions(
+            k=k, max_sub_queries=max_sub_queries, max_hops=max_hops, max_chains=max_chains,
+            timeout_ms=timeout_ms, with_bodies=with_bodies,
+        )
+        return deep_research(db, q, options)
+    except ResearchError as ex:
+        raise ToolInputError(f"deep_research: {ex}", "q") from ex
+
+
 def _graph(name):
     def call(db, **arguments):
         from . import graph
@@ -121,6 +134,7 @@ TOOLS = {
         Tool("subgraph", _graph("subgraph")),
         Tool("path", _graph("path")),
         Tool("topn", _graph("topn")),
+        Tool("deep_research", _deep_research),
     )
 }
 

@@ -87,3 +87,14 @@ async def test_mcp_bad_arguments_are_tool_errors(server):
     result = await call(server, "explain_entity", {"entity_id": 987654})
     assert result.is_error is True
     assert "No entity with id 987654" in result.content[0].text
+
+
+@pytest.mark.asyncio
+async def test_mcp_deep_research_returns_the_contract(server):
+    result = await call(server, "deep_research", {"q": "Which services depend on tidepool?", "k": 3})
+    assert result.is_error is False
+    data = json.loads(result.content[0].text)
+    jsonschema.validate(data, TOOLS["deep_research"].output_schema)
+    assert len(data["results"]) == 3
+    stats = data["stats"]
+    assert stats["sub_queries_completed"] == stats["sub_queries_total"] == len(data["sub_queries"]) > 1

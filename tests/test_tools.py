@@ -28,7 +28,7 @@ def graphrag(*args):
 def test_every_schema_is_valid_and_every_tool_has_both():
     assert sorted(TOOLS) == sorted(
         ["ingest_docs", "extract_and_link", "entity_lookup", "hybrid_query", "explain_entity",
-         "status", "subgraph", "path", "topn"]
+         "status", "subgraph", "path", "topn", "deep_research"]
     )
     for tool in TOOLS.values():
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
