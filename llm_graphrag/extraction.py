@@ -726,6 +726,7 @@ class ExtractionContext:
         self.gazetteer = gazetteer or Gazetteer()
         self.embedder = embedder
         self.proper_words = frozenset()
+        self.lower_words = None  # None: every word counts as seen in lower case
         self.cache = {}
         self._analyses = {}
 
@@ -741,7 +742,9 @@ class ExtractionContext:
 
         Analyses are kept for the document being worked on, and dropped at the next one.
         """
-        self.proper_words = proper_words(chunk.text for chunk in chunks)
+        texts = [chunk.text for chunk in chunks]
+        self.proper_words = proper_words(texts)
+        self.lower_words = lower_words(texts)
         self.cache = {}
         self._analyses = {}
 
@@ -755,6 +758,27 @@ def proper_words(texts):
     for text in texts:
         found.update(_PROPER.findall(text))
     return frozenset(w for w in found if w.lower() not in STOPWORDS)
+
+
+_LOWER_WORD = re.compile(r"(?<![\w-])[a-z][a-z]+")
+
+
+def lower_words(texts):
+    """The words a document writes in lower case somewhere."""
+    found = set()
+    for text in texts:
+        found.update(_LOWER_WORD.findall(text))
+    return frozenset(found)
+
+
+def sentence_case_name(word, context):
+    """A capitalised word that opens a sentence, in lower case when the document also
+    writes it so ("Frogs are..." beside "tree frogs"); otherwise as written ("Basin")."""
+    low = word.lower()
+    seen = context.lower_words
+    if word[:1].isupper() and word[1:] == low[1:] and (seen is None or low in seen):
+        return low
+    return word
 
 
 def _snippet(text, start, end, width=60):
@@ -931,8 +955,12 @@ def name_mentions(chunk, context):
                     break
             span_tokens = tokens[i : last + 1]
             i = last + 1
-            while len(span_tokens) > 1 and span_tokens[0][0] == first_start and span_tokens[0][2].lower() in COMMON_ADJECTIVES:
-                span_tokens = span_tokens[1:]  # "Official BLAKE2 website"
+            while len(span_tokens) > 1 and span_tokens[0][0] == first_start and (
+                span_tokens[0][2].lower() in COMMON_ADJECTIVES or span_tokens[0][2].lower() in VERB_FORMS
+            ):
+                span_tokens = span_tokens[1:]  # "Official BLAKE2 website", "See the Python docs"
+                while len(span_tokens) > 1 and span_tokens[0][2].lower() in NAME_CONNECTORS:
+                    span_tokens = span_tokens[1:]
             words = [t[2] for t in span_tokens]
             at_start = span_tokens[0][0] == first_start
             if len(words) == 1:
@@ -1028,7 +1056,11 @@ def concept_mentions(chunk, context):
             else:
                 cls = "end"
             if cls in ("noun", "adj", "mod"):
-                run.append((start, end, low if cls != "mod" else word, cls, word))
+                # A common word opening its sentence is named in lower case ("Frogs are").
+                run.append((
+                    start, end, low if cls != "mod" else word, cls,
+                    sentence_case_name(word, context) if k == 0 and cls in ("noun", "adj") else word,
+                ))
             elif run:
                 _emit(run, mentions, text)
                 run = []
@@ -1255,8 +1287,12 @@ def gazetteer_mentions(chunk, context):
                 k += 1
                 continue
             surface = text[a:b]  # named as written here, not as the gazetteer spells it
+            name = surface
+            rest = surface[len(tokens[k][2]):]
+            if k == 0 and term.islower() and rest == rest.lower():  # a plain term opening its sentence
+                name = sentence_case_name(tokens[k][2], context) + rest
             mentions.append(
-                Mention(surface, typ, a, b, 0.75, {"isGazetteerHit": True, "gazetteerFreq": freq}, name=surface, norm=normalize(term, typ), extractor="gazetteer")
+                Mention(surface, typ, a, b, 0.75, {"isGazetteerHit": True, "gazetteerFreq": freq}, name=name, norm=normalize(term, typ), extractor="gazetteer")
             )
             k += length
     return mentions
@@ -1535,6 +1571,12 @@ def subject_mention(title):
         return Mention(head, "code", None, None, 0.8, {"inTitle": True}, extractor="title")
     if head.lower() in HEADING_STOPLIST or all(w.lower() in STOPWORDS or w.lower() in HEADING_STOPLIST for w in words):
         return None
+    lows = [w.lower() for w in words]
+    if len(words) > 1 and (
+        any(w in STOPWORDS and w not in NAME_CONNECTORS or w in HEADING_STOPLIST for w in lows)
+        or lows[0].endswith("ing") or word_class(lows[0]) in ("verb", "adverb")
+    ):
+        return None  # a phrase ("Deploying Django", "Django at a glance"), not a name
     typ = "name" if all(w[0].isupper() for w in words) and len(words) <= 3 else "term"
     return Mention(head, typ, None, None, 0.8, {"inTitle": True}, extractor="title")
 

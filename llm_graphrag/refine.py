@@ -26,7 +26,7 @@ from .relations import fact_text
 # A word in more than this share of documents tells none of them apart...
 GENERIC_DOCUMENT_SHARE = 0.05
 # ...once it is in at least this many (a small corpus has no statistics to speak of).
-GENERIC_MIN_DOCUMENTS = 10
+GENERIC_MIN_DOCUMENTS = 5
 # Log-likelihood ratio (G², one degree of freedom) a co-occurrence must reach: p < 0.001.
 COOCCURRENCE_MIN_LLR = 10.83
 WORD_TYPES = ("concept", "term")
@@ -222,8 +222,8 @@ def canonical_names(db, embed_related=False):
     """Name every entity by its most frequent surface name; others become aliases.
 
     Names are counted over mentions with a span (pronouns that stand for the entity and
-    titles do not count); ties keep the current name, else prefer lower case, then the
-    first in sorted order.
+    titles do not count); ties keep the current name, else prefer lower case for a concept
+    or term (capitals for a name or code), then the first in sorted order.
     Facts that quote a renamed entity are rewritten, and their vectors and the entity's
     recomputed. Returns how many entities were renamed.
     """
@@ -239,16 +239,18 @@ def canonical_names(db, embed_related=False):
         if name:
             counts[entity_id][name] += n
     renamed, aliased = {}, {}
-    for entity_id, name, aliases in db.execute(
-        "select id, name, aliases from entities where id in (select entity_id from temp.refine_scope)"
+    for entity_id, typ, name, aliases in db.execute(
+        "select id, type, name, aliases from entities where id in (select entity_id from temp.refine_scope)"
     ).fetchall():
         names = counts.get(entity_id)
         if not names:
             continue
         best = max(names.values())
         tied = sorted(n for n, c in names.items() if c == best)
-        # A tie between "Frogs" and "frogs" is a sentence's first word against the word.
-        chosen = name if name in tied else min(tied, key=lambda n: (not n[:1].islower(), n))
+        # A tie between "Frogs" and "frogs" is a sentence's first word (lowered) against
+        # the word: a concept takes the lower case, a name or code the capitals.
+        lower_first = typ in WORD_TYPES
+        chosen = name if name in tied else min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
         known = json.loads(aliases or "[]")
         before = list(known)
         for other in [name] + sorted(names, key=lambda n: (-names[n], n)):

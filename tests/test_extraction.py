@@ -193,13 +193,13 @@ def test_names_and_acronyms():
 
 def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
     assert names(mentions_of("Frogs are amphibians.")) == [
-        ("Frogs", "concept"),  # as written; the corpus's most frequent form names the entity
+        ("Frogs", "concept"),  # as written: the document never writes "frogs"
         ("amphibians", "concept"),
     ]
     assert names(mentions_of("Heron stores readings. Basin reads Heron.")) == [
         ("Heron", "name"),
         ("readings", "concept"),
-        ("Basin", "concept"),  # only ever first in its sentence: a word, as written
+        ("Basin", "concept"),  # only ever first in its sentence
         ("Heron", "name"),
     ]
 

@@ -35,7 +35,7 @@ def candidates(text, extractor, title="", section="", headings=(), settings=None
         ("Basin uses riffle.", [("Basin", "uses", "riffle", 0.8, 1.0)]),
         ("Heron depends on tidepool.", [("Heron", "depends_on", "tidepool", 0.85, 1.0)]),
         ("The Export API is used by Estuary.", [("Estuary", "uses", "Export API", 0.8, 1.0)]),
-        ("Basin is configured via `basin-rules.yaml`.", [("Basin", "configured_via", "basin-rules.yaml", 0.85, 1.0)]),
+        ("Basin is configured via `basin-rules.yaml`.", [("basin", "configured_via", "basin-rules.yaml", 0.85, 1.0)]),
         ("Basin integrates with Beacon.", [("Basin", "integrates_with", "Beacon", 0.85, 1.0)]),
         ("Basin is owned by Data Products.", [("Basin", "owned_by", "Data Products", 0.8, 1.0)]),
         ("Basin is part of Insight.", [("Basin", "part_of", "Insight", 0.8, 1.0)]),
