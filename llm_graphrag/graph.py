@@ -8,7 +8,7 @@ import difflib
 import json
 import math
 
-from .retrieval import fts_match, query_words
+from .retrieval import fts_match, query_words, relation_kind
 
 
 def lookup_norms(text):
@@ -157,6 +157,7 @@ def explain_entity(db, entity_id, hops=1):
                 "src": r["src_id"],
                 "dst": r["dst_id"],
                 "rel": r["rel"],
+                "kind": relation_kind(r["rel"]),
                 "src_name": r["src_name"],
                 "dst_name": r["dst_name"],
                 "weight": r["weight"],
@@ -280,6 +281,7 @@ def subgraph(db, doc_id=None, entity_names=None, max_hops=2, limit=30):
                 "source": ids.entity(r["src_id"]),
                 "target": ids.entity(r["dst_id"]),
                 "type": r["rel"],
+                "kind": relation_kind(r["rel"]),
                 "weight": round(r["weight"] * r["confidence"], 4),
             }
         )
@@ -315,6 +317,7 @@ def path(db, source_entity, target_entity, max_length=4):
                 "source": ids.entity(best["src_id"]),
                 "target": ids.entity(best["dst_id"]),
                 "type": best["rel"],
+                "kind": relation_kind(best["rel"]),
                 "weight": round(best["weight"] * best["confidence"], 4),
                 "fact": best["fact"],
             }

@@ -304,6 +304,8 @@ class _Query:
         """Chunks one bridge away from ``seed``: ``{chunk_id: path}``."""
         options = self.options
         via = set(options.bridge_via)
+        if options.rels:
+            via &= {"relations"}  # a filter on relation types: only typed paths bridge
         candidates = {}
         seed_entities = self._chunk_entities(seed) if via & {"entities", "relations"} else set()
         query_entities = set(self.query_entities)
@@ -400,10 +402,12 @@ class _Query:
             params = []
             for a, b in chunk:
                 params += [a, b, b, a]
+            rels = self.options.rels or []
+            only = f" and rel in ({', '.join('?' for _ in rels)})" if rels else ""
             for src, dst, rel, weight in self.conn.execute(
-                f"select src_id, dst_id, rel, weight from relations where {clause} "
+                f"select src_id, dst_id, rel, weight from relations where ({clause}){only} "
                 "order by weight desc",
-                params,
+                params + list(rels),
             ):
                 edge = {"src": src, "dst": dst, "rel": rel, "weight": weight}
                 for key in ((src, dst), (dst, src)):
@@ -545,7 +549,7 @@ class _Query:
         return {
             "chunks": chunks,
             "entities": entities,
-            "edges": _dedupe(edges),
+            "edges": _dedupe(_only_rels(edges, options.rels)),
             "explanations": explanations,
             "mode": options.mode,
         }
@@ -654,10 +658,24 @@ def _path_edges(path, chunk_id):
     if path["kind"] == "relation":
         return [
             {"src": path["entity"], "dst": seed, "rel": "MENTIONED_IN", "kind": "mention"},
-            dict(path["edge"], kind="relation"),
+            dict(path["edge"], kind=relation_kind(path["edge"]["rel"])),
             {"src": path["target"], "dst": chunk_id, "rel": "MENTIONED_IN", "kind": "mention"},
         ]
     return []
+
+
+def _only_rels(edges, rels):
+    """The edges whose ``rel`` is one of ``rels`` (all of them when ``rels`` is empty)."""
+    if not rels:
+        return edges
+    wanted = set(rels)
+    return [edge for edge in edges if edge["rel"] in wanted]
+
+
+def relation_kind(rel):
+    """``cooccurrence`` for a ``related_to`` edge (two entities named in one sentence, kept
+    when significant), ``typed`` for any other relation: every output tells them apart."""
+    return "cooccurrence" if rel == "related_to" else "typed"
 
 
 def _dedupe(edges):

@@ -160,14 +160,23 @@ def test_graph_mode_bridges_from_the_seed(db):
     assert result["edges"] == [
         {"src": 3, "dst": 1, "rel": "MENTIONED_IN", "kind": "mention"},
         {"src": 3, "dst": 2, "rel": "MENTIONED_IN", "kind": "mention"},
-        {"src": 8, "dst": 3, "rel": "is_a", "weight": 0.9, "kind": "relation"},
+        {"src": 8, "dst": 3, "rel": "is_a", "weight": 0.9, "kind": "typed"},
         {"src": 8, "dst": 5, "rel": "MENTIONED_IN", "kind": "mention"},
     ]
 
 
 def test_graph_mode_rels_filter_and_hops(db):
     only_uses = hybrid_query(db, QUESTION, RetrievalOptions(k=6, rels=["uses"]))
-    assert all(chunk.get("via", {}).get("kind") != "relation" for chunk in only_uses["chunks"])
+    # No "uses" relation: nothing is reached through the graph, and no edge is returned.
+    assert all("via" not in chunk for chunk in only_uses["chunks"])
+    assert only_uses["edges"] == []
+    # rels filters the traversal (only is_a paths bridge, no shared-entity ones) and the
+    # edges returned (only is_a ones).
+    only_is_a = hybrid_query(db, QUESTION, RetrievalOptions(k=6, rels=["is_a"]))
+    assert [chunk["via"]["kind"] for chunk in only_is_a["chunks"] if "via" in chunk] == ["relation"]
+    assert only_is_a["edges"] == [{"src": 8, "dst": 3, "rel": "is_a", "weight": 0.9, "kind": "typed"}]
+    with_mentions = hybrid_query(db, QUESTION, RetrievalOptions(k=6, rels=["is_a", "MENTIONED_IN"]))
+    assert {edge["rel"] for edge in with_mentions["edges"]} == {"is_a", "MENTIONED_IN"}
     one_hop = hybrid_query(db, QUESTION, RetrievalOptions(k=6, hops=1))
     assert all(chunk.get("via", {}).get("hops", 1) == 1 for chunk in one_hop["chunks"])
     no_graph = hybrid_query(db, QUESTION, RetrievalOptions(k=6, hops=0))
