@@ -114,13 +114,17 @@ def largest_component_share(db):
 
 
 def names_verbatim_share(db):
-    """Share of entities whose name appears verbatim in a chunk that mentions them (the
-    capital of a sentence's first word aside: "frogs" is seen in "Frogs lay eggs")."""
+    """Share of entities whose name appears verbatim in a chunk that mentions them: line
+    breaks count as spaces (a name may wrap), and the capital of a sentence's first word
+    aside ("frogs" is seen in "Frogs lay eggs")."""
+    db.conn.create_function("squash", 1, lambda text: " ".join((text or "").split()))
+    db.execute("create temp table squashed as select id, squash(content) as content from chunks")
     found, total = db.execute(
-        "select sum(exists(select 1 from mentions m join chunks c on c.id = m.chunk_id "
+        "select sum(exists(select 1 from mentions m join temp.squashed c on c.id = m.chunk_id "
         "where m.entity_id = e.id and (instr(c.content, e.name) or "
         "instr(c.content, upper(substr(e.name, 1, 1)) || substr(e.name, 2))))), count(*) from entities e"
     ).fetchone()
+    db.execute("drop table temp.squashed")
     return round((found or 0) / total, 4) if total else 0.0
 
 

@@ -37,8 +37,9 @@ from .relations import SYMMETRIC, fact_text
 from .schema import VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, triggers_deferred
 
 # Part of every extracted document's hash: raised when extraction gives other results, so
-# that ``extract`` redoes what an earlier version extracted (2: gazetteer single words).
-EXTRACTOR_VERSION = "2"
+# that ``extract`` redoes what an earlier version extracted (2: gazetteer single words; 3:
+# names as written, refine.py).
+EXTRACTOR_VERSION = "3"
 # After an entity's first mention in a sentence: does the sentence define it? (match() anchors)
 _DEFINITION = re.compile(
     r"\s*(?:(?:is|are|was|were)\s+(?:a|an|the|one)\b|(?:provides|implements|refers to|means|"

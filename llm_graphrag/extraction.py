@@ -1041,7 +1041,12 @@ def concept_mentions(chunk, context):
         for k in range(n + 1):
             if k < n:
                 start, end, word = tokens[k]
-                if k and (masked[tokens[k - 1][1] : start].strip() or blocks and _crosses_block(text, tokens[k - 1][1], start)):
+                # Punctuation, markup ("``arg`` object") or a block boundary ends a phrase:
+                # its name is then always a stretch of the text as written.
+                if k and (
+                    masked[tokens[k - 1][1] : start].strip() or text[tokens[k - 1][1] : start].strip()
+                    or blocks and _crosses_block(text, tokens[k - 1][1], start)
+                ):
                     if run:
                         _emit(run, mentions, text)
                         run = []

@@ -6,8 +6,9 @@ uses corpus statistics to
 - drop **generic entities**: single common words that identify nothing (a library
   stop-word list, or a document frequency too high to tell documents apart), and compound
   heads never mentioned on their own ("library" of "standard library");
-- keep **co-occurrence** (``related_to``) edges only when the pair co-occurs more than
-  chance says (Dunning's log-likelihood ratio), storing that score in ``relations.meta``;
+- keep **co-occurrence** (``related_to``) edges only when the pair co-occurs, in at least
+  two sentences, more than chance says (Dunning's log-likelihood ratio), storing that score
+  in ``relations.meta``;
 - name each entity by its **most frequent surface** in the text, the others becoming
   aliases, and rewrite the facts (and vectors) that quote a changed name.
 
@@ -27,8 +28,11 @@ from .relations import fact_text
 GENERIC_DOCUMENT_SHARE = 0.05
 # ...once it is in at least this many (a small corpus has no statistics to speak of).
 GENERIC_MIN_DOCUMENTS = 5
-# Log-likelihood ratio (G², one degree of freedom) a co-occurrence must reach: p < 0.001.
+# Log-likelihood ratio (G², one degree of freedom) a co-occurrence must reach: p < 0.001...
 COOCCURRENCE_MIN_LLR = 10.83
+# ...in at least this many sentences: one sentence is no evidence of an association, however
+# rare the two words (G² of a single observation only measures how rare they are).
+COOCCURRENCE_MIN_SENTENCES = 2
 WORD_TYPES = ("concept", "term")
 
 
@@ -150,7 +154,8 @@ def sentence_count(db):
 
 def score_cooccurrence(db, drop=True):
     """Score every ``related_to`` edge by G² over sentences; drop those below
-    ``COOCCURRENCE_MIN_LLR`` (when ``drop``). Returns how many were dropped.
+    ``COOCCURRENCE_MIN_LLR`` or seen in fewer than ``COOCCURRENCE_MIN_SENTENCES`` sentences
+    (when ``drop``). Returns how many were dropped.
 
     Co-occurrence edges join mentions of one sentence, so sentences are the units: a pair
     is counted in the sentences its evidence holds, an entity in the sentences it is
@@ -191,7 +196,7 @@ def score_cooccurrence(db, drop=True):
         a, b = max(a, both), max(b, both)
         total_here = max(total, a + b)
         g2 = log_likelihood_ratio(both, a, b, total_here)
-        if drop and g2 < COOCCURRENCE_MIN_LLR:
+        if drop and (g2 < COOCCURRENCE_MIN_LLR or both < COOCCURRENCE_MIN_SENTENCES):
             weak.append(relation_id)
             continue
         values = json.loads(meta) if meta else {}
