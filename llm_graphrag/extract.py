@@ -27,6 +27,7 @@ from .extraction import (
     ExtractionSettings,
     Gazetteer,
     finish_mentions,
+    heading_lines,
     normalize,
     salient_terms,
     subject_mention,
@@ -528,41 +529,65 @@ _EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
 
 
 def _describe(entity, record, position, chunk, extracted):
-    """Keep the first defining sentence as the description, else the first sentence.
+    """Keep the best sentence seen so far as the entity's description.
 
-    A sentence from the entity's own home (a document whose title names it, or a section
-    whose heading does) wins over any other: "CsrfViewMiddleware" is described by its own
-    documentation, not by the first page that happens to mention it.
+    Better means, in this order: from the entity's own home (a document whose title names
+    it, a section whose heading does, or the paragraph after an API signature such as
+    ``class `CsrfViewMiddleware`:``), then a sentence that defines it ("X is a ..."), then
+    any sentence of the text that is not a heading or a pronoun's. Ties keep the first.
     """
-    if entity.home and (entity.defined or record[_COREF]):
-        return
-    home = _at_home(entity.norm, chunk)
-    if entity.home and not home:
-        return
-    if not home and (entity.defined or record[_COREF] and entity.description):
-        return
-    if record[_IN_HEADING] and entity.description is not None and not (home and not entity.home):
-        return
-    s_start, s_end = extracted.spans[chunk.id][record[_SENTENCE]]
+    spans = extracted.spans[chunk.id]
+    index = record[_SENTENCE]
+    start = record[_START]
+    home = _at_home(entity.norm, chunk, start)
     defining = position in extracted.defining
-    if defining or entity.description is None or entity.description == entity.name or home and not entity.home:
-        sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
-        if entity.description != sentence:
-            entity.description = sentence
-            entity.changed = True
-            entity.reembed = True
-        entity.defined = defining
-        if home and not entity.home:
-            entity.home = True
-            entity.changed = True
+    if record[_TYPE] == "code" and index + 1 < len(spans) and _SIGNATURE.fullmatch(chunk.text, *spans[index]):
+        index, home, defining = index + 1, True, True  # the paragraph an API entry opens
+    plain = not record[_IN_HEADING] and not record[_COREF]
+    current = (entity.home, entity.defined, not _weak(entity.description, entity.name))
+    if entity.description is not None and (home, defining, plain) <= current:
+        return
+    s_start, s_end = spans[index]
+    sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
+    if entity.description != sentence:
+        entity.description = sentence
+        entity.changed = True
+        entity.reembed = True
+    if (entity.home, entity.defined) != (home, defining):
+        entity.home, entity.defined = home, defining
+        entity.changed = True
 
 
-def _at_home(norm, chunk):
-    """Whether ``chunk`` is the home of the entity ``norm``: its title or a heading names it."""
+def _weak(description, name):
+    """A description that is no sentence: none, the name alone, or a heading."""
+    return description is None or description == name or description.startswith("#") or bool(
+        _UNDERLINED.search(description)
+    )
+
+
+_UNDERLINED = re.compile(r"([=\-~^\"'`#*+])\1{2,}\s*$")
+# An API entry's signature line: "class `CsrfViewMiddleware`:", "`csrf_exempt`(view):",
+# an rST directive's argument "JSONDecoder(*, object_hook=None)".
+_SIGNATURE = re.compile(r"\s*(?:[a-z]+\s+)?`?[\w.]+`?\s*(?:\([^\n]*\))?\s*:?\s*")
+
+
+def _at_home(norm, chunk, position=None):
+    """Whether ``position`` of ``chunk`` is at the home of the entity ``norm``: the
+    document's title names it, or the heading it stands under does."""
     names = _home_names(chunk.title, chunk.headings or tuple(h for h in chunk.section.split(" > ") if h))
+    if norm in names[0]:
+        return True
     if len(norm) < 4:
-        return norm in names[0]
-    return norm in names[0] or any(norm in heading for heading in names[1])
+        return False
+    heading = None
+    if position is not None:
+        for match in heading_lines(chunk.text):
+            if match.start() > position:
+                break
+            heading = match.group(1) or match.group(2)
+    if heading is not None:
+        return norm in normalize(heading)
+    return bool(names[1]) and norm in names[1][-1]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -654,10 +654,10 @@ def split_sentences(text, layout=None):
             if rest and rest[0].islower():
                 continue
         if text[start:end].strip():
-            spans.append(_trim(text, start, end))
+            spans.append(_trim(text, start, end, layout))
         start = end
     if text[start:].strip():
-        spans.append(_trim(text, start, len(text)))
+        spans.append(_trim(text, start, len(text), layout))
     return spans
 
 
@@ -675,8 +675,11 @@ def _crosses_block(text, start, end):
     return _BLOCK_BREAK.search(stretch) is not None
 
 
-def _trim(text, start, end):
-    while start < end and text[start].isspace():
+def _trim(text, start, end, layout=None):
+    # The start is trimmed on the text as written: markup blanked in ``text`` (a code span
+    # opening the sentence) stays in its sentence.
+    first = layout if layout is not None else text
+    while start < end and first[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
