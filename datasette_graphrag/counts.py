@@ -33,9 +33,12 @@ def count_vec0_tables_cheaply(db):
         count_limit = getattr(db, "count_limit", None)
         counts = {}
         for table in await db.table_names():
-            source = escape_sqlite(f"{table}_rowids" if table in vec0 else table)
-            if count_limit:
-                source = f"(select * from {source} limit {count_limit + 1})"
+            if table in vec0:
+                source = escape_sqlite(f"{table}_rowids")
+            elif count_limit:
+                source = f"(select * from {escape_sqlite(table)} limit {count_limit + 1})"
+            else:
+                source = escape_sqlite(table)
             try:
                 results = await db.execute(
                     f"select count(*) from {source}", custom_time_limit=limit

@@ -295,11 +295,8 @@ async def test_permitted_actor_ingests_under_allowed_root(sample_db, tmp_path, m
     data = response.json()
     assert (data["ingested"], data["skipped"], data["errors"]) == (1, 0, [])
     assert data["extraction"]["mentions"] > 0
-    rows = await datasette.client.get(
-        "/graphrag.json",
-        params={"sql": "select title from docs where path like '%note.md'", "_shape": "array"},
-    )
-    assert rows.json() == [{"title": "Kestrel"}]
+    rows = await sql(datasette, "select title from docs where path like '%note.md'")
+    assert rows == [{"title": "Kestrel"}]
     response = await datasette.client.post(
         "/graphrag/-/graphrag/extract_and_link", json={}, cookies=editor
     )
@@ -426,7 +423,7 @@ async def test_database_page_hides_index_internals_and_links_the_explorer(ds):
     # Item 3
     tables = (await ds.client.get("/graphrag.json")).json()["tables"]
     assert sorted(t["name"] for t in tables if not t["hidden"]) == VISIBLE_TABLES
-    assert {"_sqlite_migrations", "chunk_vec_rowids", "chunks_fts_data"} <= {
+    assert {"_sqlite_migrations", "chunk_vec_rowids", "entity_vec_info"} <= {
         t["name"] for t in tables if t["hidden"]
     }
     html = (await ds.client.get("/graphrag")).text
@@ -505,7 +502,8 @@ def test_readme_datasette_commands_run_on_this_datasette(sample_db, tmp_path):
     assert len(commands) >= 2, commands
     path = copy_db(sample_db, tmp_path)
     (tmp_path / "metadata.yml").write_text((ROOT / "metadata.yml").read_text())
-    (tmp_path / "sample-corpus").mkdir()
+    plugins = re.search(r"```yaml\n(plugins:.*?)```", section, re.S).group(1)
+    (tmp_path / "plugins.yml").write_text(plugins)
     for command in commands:
         args = command.split()[2:]
         result = subprocess.run(
@@ -514,3 +512,4 @@ def test_readme_datasette_commands_run_on_this_datasette(sample_db, tmp_path):
         )
         assert result.returncode == 0, (command, result.stderr[-2000:])
         assert json.loads(result.stdout)["database"] == "graphrag", command
+    assert ["-m", "plugins.yml"] in [c.split()[3:5] for c in commands]
