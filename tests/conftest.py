@@ -90,7 +90,7 @@ def datasette_server(*args, log=None):
             process.wait()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def serve():
     """``datasette_server``: ``with serve(path, *flags) as url: ...``"""
     return datasette_server
