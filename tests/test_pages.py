@@ -751,7 +751,8 @@ def test_pages_in_chromium_while_an_ingest_writes(sample_server, page, tmp_path)
             assert page.locator("table.rows-and-columns tbody tr").count() > 0
             page.goto(f"{base}/graphrag/-/graphrag/explore?entity=tidepool")
             wait_for_layout(page)
-            assert page.locator(".graphrag-node").count() > 5
+            # Mid-ingest the entity may have lost its relations for a moment: no error though
+            assert page.locator("#graphrag-panel h2 a").first.inner_text() == "tidepool"
             assert page.locator("#graphrag-status").inner_text() == ""
             rounds += 1
     finally:
