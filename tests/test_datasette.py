@@ -513,3 +513,56 @@ def test_readme_datasette_commands_run_on_this_datasette(sample_db, tmp_path):
         assert result.returncode == 0, (command, result.stderr[-2000:])
         assert json.loads(result.stdout)["database"] == "graphrag", command
     assert ["-m", "plugins.yml"] in [c.split()[3:5] for c in commands]
+
+
+@pytest.mark.asyncio
+async def test_graphrag_write_through_each_versions_permission_api(ds):
+    editor, anonymous = {"id": "editor"}, None
+    if DATASETTE_1:
+        from datasette.resources import DatabaseResource
+
+        assert ds.actions["graphrag-write"].resource_class is DatabaseResource
+
+        async def allowed(actor):
+            return await ds.allowed(
+                action="graphrag-write", resource=DatabaseResource(database="graphrag"), actor=actor
+            )
+    else:
+
+        async def allowed(actor):
+            return await ds.permission_allowed(actor, "graphrag-write", "graphrag", default=False)
+
+    assert (await allowed(editor), await allowed(anonymous)) == (True, False)
+
+
+def test_concurrent_clients_during_an_ingest_get_no_errors(sample_db, tmp_path, serve):
+    # Item 1: 8 clients browsing while another process ingests (2 of 2,004 requests failed)
+    import concurrent.futures
+
+    path = copy_db(sample_db, tmp_path)
+    pages = ["/", "/graphrag", "/graphrag/entities", "/graphrag/relations?_size=5",
+             "/graphrag/-/graphrag/status", "/graphrag/entity_vec"]
+    log = tmp_path / "serve.log"
+    with serve(path, log=log) as url:
+        ingest = subprocess.Popen(
+            [sys.executable, "-m", "llm", "graphrag", "ingest", str(ROOT / "sample-corpus"),
+             "--force", "-d", str(path)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+
+        def client(number):
+            statuses = []
+            with httpx.Client(base_url=url, timeout=60) as http:
+                while ingest.poll() is None or len(statuses) < len(pages):
+                    page = pages[(number + len(statuses)) % len(pages)]
+                    statuses.append((http.get(page).status_code, page))
+            return statuses
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = [s for statuses in pool.map(client, range(8)) for s in statuses]
+        output = ingest.communicate(timeout=300)[0].decode()
+    assert ingest.returncode == 0, output
+    assert [r for r in results if r[0] != 200] == []
+    assert len(results) > 8 * len(pages)
+    text = log.read_text()
+    assert "Traceback" not in text and "SQL logic error" not in text, text[-3000:]
