@@ -10,8 +10,7 @@ from markupsafe import Markup
 
 from llm_graphrag.db import BUSY_TIMEOUT_MS, load_extensions
 
-from . import compat, endpoints, sql_functions
-from .counts import count_vec0_tables_cheaply
+from . import compat, endpoints, sql_functions, vec0
 
 
 @hookimpl
@@ -69,7 +68,7 @@ def startup(datasette):
         datasette._graphrag_databases = set(names)
         for name in names:
             db = datasette.get_database(name)
-            count_vec0_tables_cheaply(db)
+            vec0.adapt(db)
             if compat.DATASETTE_1:
                 await compat.apply_metadata(datasette, name, database_metadata(datasette, name))
         if names:
