@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -110,7 +111,7 @@ def photograph(base, database, out):
         shot("explorer")
         page.goto(f"{base}/{database}/-/graphrag/entity/{first}")
         shot("entity")
-        page.goto(f"{base}/{database}/hybrid_search?q={QUERY.replace(' ', '+')}")
+        page.goto(f"{base}/{database}/hybrid_search?" + urllib.parse.urlencode({"_hide_sql": 1, "q": QUERY}))
         shot("canned-query")
         browser.close()
     return saved
