@@ -10,13 +10,16 @@ from datasette.utils.asgi import Response
 from llm_graphrag.db import ChangedMeanwhile, wrap_connection
 from llm_graphrag.tools import TOOLS, ToolInputError, ToolNotFound, call_tool
 
+from . import compat
+
 PLUGIN = "datasette-graphrag"
 WRITE_PERMISSION = "graphrag-write"
 _GLOB = re.compile(r"[*?\[]")
 
 
 def error(message, status, field=None):
-    body = {"ok": False, "error": message, "status": status}
+    """Datasette's JSON error body for this version, naming the field when there is one."""
+    body = compat.error_body(message, status)
     if field:
         body["field"] = field
     return Response.json(body, status=status)
@@ -97,7 +100,7 @@ async def resolve_database(datasette, database, actor):
         database = names[0]
     if database not in datasette.databases or database == "_internal":
         raise ToolRequestError(f"Database {database!r} not found", 404, "database")
-    if not await datasette.permission_allowed(actor, "view-database", database, default=True):
+    if not await compat.allowed(datasette, actor, "view-database", database, default=True):
         raise ToolRequestError(f"Not allowed to view database {database!r}", 403, "database")
     db = datasette.get_database(database)
     if not await db.table_exists("graphrag_settings"):
@@ -110,6 +113,13 @@ async def resolve_database(datasette, database, actor):
     return db
 
 
+def _write(conn, name, arguments):
+    # The file may have become a graphrag database after Datasette opened it: the
+    # engine's cascades need enforcement on this connection either way.
+    conn.execute("PRAGMA foreign_keys=ON")
+    return call_tool(wrap_connection(conn), name, arguments)
+
+
 async def run_tool(datasette, actor, database, name, arguments):
     """Run tool ``name`` for ``actor``: the permission checks every face shares."""
     if name not in TOOLS:
@@ -120,15 +130,13 @@ async def run_tool(datasette, actor, database, name, arguments):
         tool.arguments(arguments)  # validate before touching the database
         if tool.read_only:
             return await db.execute_fn(lambda conn: call_tool(wrap_connection(conn), name, arguments))
-        if not await datasette.permission_allowed(actor, WRITE_PERMISSION, db.name, default=False):
+        if not await compat.allowed(datasette, actor, WRITE_PERMISSION, db.name):
             raise ToolRequestError(f"{name} needs the {WRITE_PERMISSION} permission", 403)
         if name == "ingest_docs":
             problem = check_ingest_roots(datasette, arguments["paths"])
             if problem:
                 raise ToolRequestError(problem, 403, "paths")
-        return await db.execute_write_fn(
-            lambda conn: call_tool(wrap_connection(conn), name, arguments), block=True
-        )
+        return await db.execute_write_fn(lambda conn: _write(conn, name, arguments), block=True)
     except ToolInputError as ex:
         raise ToolRequestError(str(ex), 400, ex.field)
     except ToolNotFound as ex:
@@ -165,10 +173,8 @@ async def tool_view(request, datasette):
     return Response.json(result)
 
 
-def permission_allowed(datasette, actor, action):
+def may_write(datasette, actor):
     """``graphrag-write``: denied to anonymous actors; ``write_allow`` config narrows it."""
-    if action != WRITE_PERMISSION:
-        return None
     if actor is None:
         return False
     allow = (datasette.plugin_config(PLUGIN) or {}).get("write_allow")
@@ -200,6 +206,38 @@ def openapi_schema(name, schema, components):
     for key, value in schema["$defs"].items():
         components[f"{name}_{key}"] = rewrite(value)
     return rewrite(schema)
+
+
+def permission_allowed(datasette, actor, action):
+    """Datasette 0.65's ``permission_allowed`` hook."""
+    if action != WRITE_PERMISSION:
+        return None
+    return may_write(datasette, actor)
+
+
+def register_actions():
+    """Datasette 1.0's ``register_actions`` hook: ``graphrag-write`` on a database."""
+    from datasette.permissions import Action
+    from datasette.resources import DatabaseResource
+
+    return [
+        Action(
+            name=WRITE_PERMISSION,
+            abbr=None,
+            description="Run the graphrag write tools (ingest_docs, extract_and_link)",
+            resource_class=DatabaseResource,
+        )
+    ]
+
+
+def permission_resources_sql(datasette, actor, action):
+    """Datasette 1.0's ``permission_resources_sql`` hook: the rule of ``may_write``, for
+    every database; anything else (a ``permissions`` block in datasette.yaml) adds to it."""
+    if action != WRITE_PERMISSION or not may_write(datasette, actor):
+        return None
+    from datasette.permissions import PermissionSQL
+
+    return PermissionSQL.allow("datasette-graphrag: write_allow or a signed-in actor")
 
 
 def openapi_document():

@@ -5,7 +5,7 @@ import json
 from datasette.utils.asgi import BadRequest, Forbidden, NotFound, Response
 from markupsafe import Markup
 
-from . import links
+from . import compat, links
 from .endpoints import ToolRequestError, resolve_database, run_tool
 
 _ERRORS = {400: BadRequest, 403: Forbidden, 404: NotFound}
@@ -31,7 +31,7 @@ async def _run(datasette, request, name, arguments):
 
 async def _database(datasette, request):
     """The page's database, after the checks Datasette's own pages make."""
-    if not await datasette.permission_allowed(request.actor, "view-instance", default=True):
+    if not await compat.allowed(datasette, request.actor, "view-instance", default=True):
         raise Forbidden("You do not have permission to view this instance")
     try:
         return await resolve_database(datasette, request.url_vars["database"], request.actor)

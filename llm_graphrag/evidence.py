@@ -86,16 +86,23 @@ def mermaid(data):
                     f"  {node('Chunk:' + str(chunk['id']), '')} --> "
                     f"{node('Entity:' + str(entity_id), 'Entity｜' + entities[entity_id]['name'])}"
                 )
-    if data.get("edges"):
+    def entity(entity_id):
+        name = entities.get(entity_id, {"name": str(entity_id)})["name"]
+        return node(f"Entity:{entity_id}", f"Entity｜{name}")
+
+    # A mention edge (seed 003 MENTIONED_IN) ends at a chunk, whose id is no entity id
+    mentions = [e for e in data.get("edges", []) if e.get("kind") == "mention"]
+    related = [e for e in data.get("edges", []) if e.get("kind") != "mention"]
+    if mentions:
+        lines.append("  %% Mentions")
+    for e in mentions:
+        chunk = node(f"Chunk:{e['dst']}", f"Chunk#{e['dst']}")
+        lines.append(f"  {entity(e['src'])} -- {e['rel']} --> {chunk}")
+    if related:
         lines.append("  %% Entity relations")
-    for e in data.get("edges", []):
-        src = entities.get(e["src"], {"name": str(e["src"])})
-        dst = entities.get(e["dst"], {"name": str(e["dst"])})
+    for e in related:
         weight = f" ({e['weight']:.2f})" if e.get("weight") is not None else ""
-        lines.append(
-            f"  {node('Entity:' + str(e['src']), 'Entity｜' + src['name'])} -. {e['rel']}{weight} .-> "
-            f"{node('Entity:' + str(e['dst']), 'Entity｜' + dst['name'])}"
-        )
+        lines.append(f"  {entity(e['src'])} -. {e['rel']}{weight} .-> {entity(e['dst'])}")
     return "\n".join(lines) + "\n"
 
 

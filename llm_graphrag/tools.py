@@ -146,3 +146,65 @@ def call_tool(db, name, arguments=None):
             f"Unknown tool {name!r}: choose one of {', '.join(TOOLS)}", field="tool"
         )
     return TOOLS[name](db, arguments)
+
+
+def mcp_tool(tool, call, extra_properties=None):
+    """``(fn, options)`` that put ``tool`` on an MCP SDK server: ``server.add_tool(fn, **options)``.
+
+    Its input schema becomes the MCP ``inputSchema`` (with ``extra_properties``, all optional),
+    its output schema the ``outputSchema``, and each result comes back as structured content
+    and as the same JSON in a text block. ``await call(ctx, arguments)`` runs it: ``ctx`` is
+    the SDK's ``Context``, ``arguments`` those the client gave, and it returns the result or
+    raises the SDK's ``ToolError`` with a message for the client.
+    """
+    import inspect
+    from typing import Annotated, Any, Optional
+
+    from mcp.server.mcpserver import Context
+    from mcp.types import ToolAnnotations
+    from pydantic import Field, RootModel, WithJsonSchema
+
+    class Output(RootModel[dict[str, Any]]):
+        @classmethod
+        def __get_pydantic_json_schema__(cls, core_schema, handler):
+            return tool.output_schema
+
+    Output.__name__ = Output.__qualname__ = f"{tool.name}_output"
+    types = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+
+    def no_null_default(schema):  # pydantic's default for an optional argument left out
+        if "default" in schema and schema["default"] is None:
+            del schema["default"]
+
+    async def fn(ctx: Context, **arguments) -> Output:
+        return await call(ctx, {k: v for k, v in arguments.items() if v is not None})
+
+    required = set(tool.input_schema.get("required", []))
+    parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
+    properties = dict(tool.input_schema["properties"], **(extra_properties or {}))
+    for key, spec in properties.items():
+        kind = spec.get("type")
+        annotation = types[kind] if isinstance(kind, str) else Any
+        if key not in required:
+            annotation = Optional[annotation]
+        parameters.append(
+            inspect.Parameter(
+                key,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if key in required else spec.get("default"),
+                annotation=Annotated[
+                    annotation, WithJsonSchema(spec), Field(json_schema_extra=no_null_default)
+                ],
+            )
+        )
+    fn.__signature__ = inspect.Signature(parameters, return_annotation=Output)
+    fn.__name__ = tool.name
+    options = {
+        "name": tool.name,
+        "description": tool.description,
+        "annotations": ToolAnnotations(
+            read_only_hint=tool.read_only, destructive_hint=not tool.read_only, open_world_hint=False
+        ),
+        "structured_output": True,
+    }
+    return fn, options

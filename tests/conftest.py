@@ -1,5 +1,12 @@
+import contextlib
 import pathlib
+import socket
+import subprocess
 import sys
+import tempfile
+import time
+
+import httpx
 
 import pytest
 
@@ -45,3 +52,45 @@ def sample_db(tmp_path_factory):
     assert result.errors == []
     db.close()
     return path
+
+
+@contextlib.contextmanager
+def datasette_server(*args, log=None):
+    """``datasette serve ARGS`` in a subprocess on a free port: yields its base URL.
+    Its output goes to the file ``log`` (a temporary one by default)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = pathlib.Path(log or tempfile.mkstemp(suffix=".log")[1])
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "datasette", "serve", *map(str, args), "--port", str(port)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/-/versions.json").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"datasette serve did not start:\n{log.read_text()}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def serve():
+    """``datasette_server``: ``with serve(path, *flags) as url: ...``"""
+    return datasette_server

@@ -1,10 +1,6 @@
 """MCP over streamable HTTP at /-/mcp, with the official SDK's client and a real server."""
 
 import json
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import jsonschema
@@ -15,34 +11,10 @@ from mcp.client.streamable_http import streamable_http_client
 from llm_graphrag.tools import TOOLS
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server(sample_db, tmp_path_factory):
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "datasette", "serve", str(sample_db), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/-/versions.json").status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        raise RuntimeError(process.stdout.read().decode())
-    yield url
-    process.terminate()
-    process.wait(10)
+def server(sample_db, serve):
+    with serve(sample_db) as url:
+        yield url
 
 
 async def call(url, name, arguments):
@@ -98,3 +70,42 @@ async def test_mcp_deep_research_returns_the_contract(server):
     assert len(data["results"]) == 3
     stats = data["stats"]
     assert stats["sub_queries_completed"] == stats["sub_queries_total"] == len(data["sub_queries"]) > 1
+
+
+@pytest.mark.asyncio
+async def test_mcp_tools_declare_their_input_and_output_schemas(server):
+    async with streamable_http_client(server + "/-/mcp") as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    for name, tool in TOOLS.items():
+        listed = tools[name]
+        assert listed.output_schema == tool.output_schema, name
+        assert listed.description == tool.description
+        properties = listed.input_schema["properties"]
+        assert set(properties) == set(tool.input_schema["properties"]) | {"database"}, name
+        for key, spec in tool.input_schema["properties"].items():
+            # The tool's own schema of each argument, with a title the SDK adds
+            assert {k: v for k, v in properties[key].items() if k != "title"} == spec, (name, key)
+        assert listed.input_schema.get("required", []) == tool.input_schema.get("required", [])
+
+
+@pytest.mark.asyncio
+async def test_mcp_results_are_structured_content(server):
+    arguments = {"q": "How do dams create reservoirs?", "k": 3}
+    # The SDK's client checks structured content against the tool's output schema
+    result = await call(server, "hybrid_query", arguments)
+    assert result.is_error is False
+    over_http = httpx.post(server + "/-/graphrag/hybrid_query", json=arguments).json()
+    assert result.structured_content == over_http
+    assert json.loads(result.content[0].text) == over_http
+    for name, arguments in (
+        ("status", {}),
+        ("entity_lookup", {"q": "tidepool"}),
+        ("subgraph", {"entity_names": ["tidepool"], "max_hops": 1}),
+    ):
+        result = await call(server, name, arguments)
+        jsonschema.validate(result.structured_content, TOOLS[name].output_schema)
+        assert result.structured_content == httpx.post(
+            server + f"/-/graphrag/{name}", json=arguments
+        ).json()

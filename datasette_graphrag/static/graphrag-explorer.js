@@ -8,6 +8,15 @@
 
   var SVG_NS = "http://www.w3.org/2000/svg";
   var GOLDEN_ANGLE = Math.PI * (3 - Math.sqrt(5));
+  // Relations found by co-occurrence in a sentence, not by a typed pattern
+  var COOCCURRENCE = "related_to";
+  // Where a node's label may go, tried in order: right, left, above, below
+  var LABEL_SPOTS = [
+    { x: 15, y: 4, anchor: "start" },
+    { x: -15, y: 4, anchor: "end" },
+    { x: 0, y: -16, anchor: "middle" },
+    { x: 0, y: 24, anchor: "middle" }
+  ];
 
   /* DOM helpers ------------------------------------------------------------ */
 
@@ -45,11 +54,17 @@
     return text.length > length ? text.slice(0, length - 1) + "\u2026" : text;
   }
 
+  // Distinct colours, given to entity types in the order they appear (then reused)
+  var PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2",
+    "#edc948", "#ff9da7", "#9c755f", "#2f4b7c", "#a05195", "#bab0ac"];
+  var typeColours = {};
+
   function typeColour(type) {
-    if (!type) return "hsl(0, 0%, 62%)";
-    var hash = 0;
-    for (var i = 0; i < type.length; i++) hash = (hash * 31 + type.charCodeAt(i)) >>> 0;
-    return "hsl(" + (hash % 360) + ", 55%, 52%)";
+    if (!type) return "#b9bcc4";
+    if (!(type in typeColours)) {
+      typeColours[type] = PALETTE[Object.keys(typeColours).length % PALETTE.length];
+    }
+    return typeColours[type];
   }
 
   function fixed(value) {
@@ -58,10 +73,11 @@
 
   /* Force layout ----------------------------------------------------------- */
 
-  function ForceLayout(onTick) {
+  function ForceLayout(onTick, onEnd) {
     this.alpha = 0;
     this.running = false;
     this.onTick = onTick;
+    this.onEnd = onEnd;
   }
 
   ForceLayout.prototype.heat = function (alpha) {
@@ -75,6 +91,7 @@
   ForceLayout.prototype.frame = function () {
     if (this.alpha < 0.02) {
       this.running = false;
+      if (this.onEnd) this.onEnd();
       return;
     }
     this.onTick(this.alpha);
@@ -82,8 +99,12 @@
     window.requestAnimationFrame(this.frame.bind(this));
   };
 
-  /* One step: node repulsion, edge springs, a pull to the centre, damping. */
+  /* One step: node repulsion, edge springs, a pull to the centre, damping. The pull is
+   * weaker across the longer side of the canvas, so the graph takes the canvas's shape. */
   ForceLayout.step = function (nodes, edges, centre, alpha) {
+    var aspect = centre.x / centre.y || 1;
+    var pullX = 0.006 * alpha * Math.min(1, 1 / aspect);
+    var pullY = 0.006 * alpha * Math.min(1, aspect);
     var i, j, a, b, dx, dy, d2, d, f;
     for (i = 0; i < nodes.length; i++) {
       a = nodes[i];
@@ -113,8 +134,8 @@
         n.x = n.fx; n.y = n.fy; n.vx = 0; n.vy = 0;
         return;
       }
-      n.vx = (n.vx + (centre.x - n.x) * 0.006 * alpha) * 0.6;
-      n.vy = (n.vy + (centre.y - n.y) * 0.006 * alpha) * 0.6;
+      n.vx = (n.vx + (centre.x - n.x) * pullX) * 0.6;
+      n.vy = (n.vy + (centre.y - n.y) * pullY) * 0.6;
       var speed = Math.sqrt(n.vx * n.vx + n.vy * n.vy);
       if (speed > 25) { n.vx *= 25 / speed; n.vy *= 25 / speed; }
       n.x += n.vx;
@@ -137,6 +158,8 @@
     this.status = root.querySelector("#graphrag-status");
     this.input = root.querySelector("#graphrag-search");
     this.results = root.querySelector("#graphrag-results");
+    this.legend = root.querySelector("#graphrag-legend");
+    this.userMoved = false;
     this.svg.appendChild(s("defs", {},
       s("marker", {
         id: "graphrag-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
@@ -148,7 +171,7 @@
     this.viewport.appendChild(this.edgeLayer);
     this.viewport.appendChild(this.nodeLayer);
     this.svg.appendChild(this.viewport);
-    this.layout = new ForceLayout(this.tick.bind(this));
+    this.layout = new ForceLayout(this.tick.bind(this), this.settle.bind(this));
     this.bindSearch(root);
     this.bindPanZoom();
     this.resize();
@@ -183,6 +206,7 @@
     var box = this.svg.getBoundingClientRect();
     this.size = { width: box.width || 800, height: box.height || 560 };
     this.svg.setAttribute("viewBox", "0 0 " + this.size.width + " " + this.size.height);
+    if (this.layout && !this.layout.running && this.nodes.size) this.settle();
   };
 
   Explorer.prototype.centre = function () {
@@ -210,6 +234,7 @@
     };
     this.nodes.set(key, node);
     this.drawNode(node);
+    this.drawLegend();
     return node;
   };
 
@@ -220,6 +245,7 @@
       edge = { key: key, source: source, target: target, type: type };
       this.edges.set(key, edge);
       this.drawEdge(edge);
+      this.drawLegend();
     }
     Object.assign(edge, extra || {});
     if (edge.fact) edge.title.textContent = edge.fact;
@@ -231,6 +257,7 @@
     if (node.shape) node.shape.setAttribute("fill", typeColour(type));
     if (node.tooltip) node.tooltip.textContent = node.label + " (" + type + ")";
     if (node.el) node.el.setAttribute("data-type", type);
+    this.drawLegend();
   };
 
   Explorer.prototype.clear = function () {
@@ -242,6 +269,10 @@
     this.panel.textContent = "";
     this.panel.appendChild(h("p", { class: "graphrag-empty", text: "Search for an entity, then click nodes to explore." }));
     this.say("");
+    this.view = { x: 0, y: 0, k: 1 };
+    this.userMoved = false;
+    this.drawLegend();
+    this.paint();
   };
 
   /* Drawing ---------------------------------------------------------------- */
@@ -263,6 +294,7 @@
       "aria-label": node.label
     }, node.tooltip, shape, s("text", { class: "graphrag-node-label", x: 15, y: 4, text: truncate(node.label, 28) }));
     node.shape = shape;
+    node.text = node.el.querySelector(".graphrag-node-label");
     node.el.addEventListener("keydown", function (event) {
       if (event.key === "Enter" || event.key === " ") {
         event.preventDefault();
@@ -277,8 +309,9 @@
     edge.line = s("line", { class: "graphrag-edge-line", "marker-end": "url(#graphrag-arrow)" });
     edge.label = s("text", { class: "graphrag-edge-label", text: edge.type });
     edge.title = s("title", { text: edge.type });
+    var cooccurrence = edge.type === COOCCURRENCE;
     edge.el = s("g", {
-      class: "graphrag-edge",
+      class: "graphrag-edge " + (cooccurrence ? "graphrag-edge-cooccurrence" : "graphrag-edge-typed"),
       "data-type": edge.type,
       "data-source": edge.source.key,
       "data-target": edge.target.key
@@ -312,6 +345,136 @@
     this.viewport.setAttribute(
       "transform", "translate(" + this.view.x + "," + this.view.y + ") scale(" + this.view.k + ")"
     );
+  };
+
+  /* After the layout settles: fit the graph to the canvas (unless the user has panned or
+   * zoomed since the last expansion), then place the labels. */
+  Explorer.prototype.settle = function () {
+    if (!this.userMoved) this.fit();
+    this.paint();
+    this.placeLabels();
+  };
+
+  Explorer.prototype.fit = function () {
+    if (!this.nodes.size) return;
+    var minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+    this.nodes.forEach(function (n) {
+      minX = Math.min(minX, n.x); maxX = Math.max(maxX, n.x);
+      minY = Math.min(minY, n.y); maxY = Math.max(maxY, n.y);
+    });
+    // Room for the nodes' labels, which mostly sit to their right
+    var left = 40, right = this.size.width - 150, top = 30, bottom = this.size.height - 30;
+    var k = Math.min(
+      (right - left) / Math.max(maxX - minX, 1),
+      (bottom - top) / Math.max(maxY - minY, 1),
+      1.4
+    );
+    k = Math.max(k, 0.25);
+    this.view = {
+      x: (left + right) / 2 - k * (minX + maxX) / 2,
+      y: (top + bottom) / 2 - k * (minY + maxY) / 2,
+      k: k
+    };
+  };
+
+  function overlaps(a, b) {
+    return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  }
+
+  /* Labels that never overlap each other or another node: each node's label goes to the
+   * first free spot around it, most important nodes first (the selected one, expanded
+   * ones, then by degree); a label with no free spot is hidden until its node is hovered.
+   * The labels of the selected node's edges follow, where they fit. */
+  Explorer.prototype.placeLabels = function () {
+    var selected = this.selected;
+    var degree = {};
+    this.edges.forEach(function (e) {
+      degree[e.source.key] = (degree[e.source.key] || 0) + 1;
+      degree[e.target.key] = (degree[e.target.key] || 0) + 1;
+    });
+    function rank(n) {
+      return (n === selected ? 1e6 : 0) + (n.expanded ? 1e3 : 0) + (degree[n.key] || 0);
+    }
+    var nodes = Array.from(this.nodes.values()).sort(function (a, b) { return rank(b) - rank(a); });
+    var shapes = nodes.map(function (n) { return { node: n, box: n.shape.getBoundingClientRect() }; });
+    var canvas = this.svg.getBoundingClientRect();
+    var taken = [];
+    function free(box, owner) {
+      var inside = box.left >= canvas.left && box.right <= canvas.right &&
+        box.top >= canvas.top && box.bottom <= canvas.bottom;
+      return inside && !taken.some(function (t) { return overlaps(box, t); }) &&
+        !shapes.some(function (s) { return s.node !== owner && overlaps(box, s.box); });
+    }
+    nodes.forEach(function (n) {
+      n.text.classList.remove("graphrag-label-hidden");
+      var placed = LABEL_SPOTS.some(function (spot) {
+        n.text.setAttribute("x", spot.x);
+        n.text.setAttribute("y", spot.y);
+        n.text.setAttribute("text-anchor", spot.anchor);
+        var box = n.text.getBoundingClientRect();
+        if (!free(box, n)) return false;
+        taken.push(box);
+        return true;
+      });
+      if (!placed) {
+        n.text.setAttribute("x", LABEL_SPOTS[0].x);
+        n.text.setAttribute("y", LABEL_SPOTS[0].y);
+        n.text.setAttribute("text-anchor", LABEL_SPOTS[0].anchor);
+        n.text.classList.add("graphrag-label-hidden");
+      }
+    });
+    this.edges.forEach(function (e) {
+      e.label.classList.remove("graphrag-label-hidden");
+      if (!e.el.classList.contains("graphrag-edge-active")) return;
+      var box = e.label.getBoundingClientRect();
+      if (free(box, null)) taken.push(box);
+      else e.label.classList.add("graphrag-label-hidden");
+    });
+  };
+
+  /* The legend: entity types by colour, relation types by line (co-occurrence dashed). */
+  Explorer.prototype.drawLegend = function () {
+    if (!this.legend) return;
+    var types = {};
+    var relations = {};
+    this.nodes.forEach(function (n) {
+      var name = n.kind === "entity" ? n.type || "untyped" : n.kind === "doc" ? "document" : "chunk";
+      types[name] = types[name] || { kind: n.kind, type: n.type, count: 0 };
+      types[name].count += 1;
+    });
+    this.edges.forEach(function (e) { relations[e.type] = (relations[e.type] || 0) + 1; });
+    this.legend.textContent = "";
+    this.legend.hidden = !this.nodes.size;
+    if (!this.nodes.size) return;
+    function line(dashed) {
+      return s("svg", { width: 28, height: 8, "aria-hidden": "true" },
+        s("line", { x1: 1, y1: 4, x2: 27, y2: 4, class: dashed ? "graphrag-legend-dashed" : "graphrag-legend-solid" }));
+    }
+    append(this.legend, [
+      h("div", { class: "graphrag-legend-group" },
+        h("span", { class: "graphrag-legend-title", text: "Entity types" }),
+        h("ul", { class: "graphrag-legend-types" }, Object.keys(types).sort().map(function (name) {
+          var t = types[name];
+          return h("li", { "data-type": name, title: t.count + " in the graph" },
+            h("span", {
+              class: "graphrag-swatch graphrag-swatch-" + t.kind,
+              style: "background: " + (t.kind === "entity" ? typeColour(t.type) : t.kind === "doc" ? "#556" : "#889"),
+              "aria-hidden": "true"
+            }), name);
+        }))),
+      Object.keys(relations).length
+        ? h("div", { class: "graphrag-legend-group" },
+          h("span", { class: "graphrag-legend-title", text: "Relations" }),
+          h("ul", { class: "graphrag-legend-relations" }, Object.keys(relations).sort().map(function (rel) {
+            var dashed = rel === COOCCURRENCE;
+            return h("li", {
+              "data-rel": rel,
+              class: dashed ? "graphrag-legend-cooccurrence" : "graphrag-legend-typed",
+              title: relations[rel] + " in the graph" + (dashed ? "; found by co-occurrence in a sentence" : "")
+            }, line(dashed), dashed ? rel + " (co-occurrence)" : rel);
+          })))
+        : null
+    ]);
   };
 
   Explorer.prototype.highlight = function () {
@@ -375,6 +538,7 @@
       if (!pan) return;
       self.view.x = event.clientX - pan.x;
       self.view.y = event.clientY - pan.y;
+      self.userMoved = true;
       self.paint();
     });
     this.svg.addEventListener("pointerup", function () { pan = null; });
@@ -387,6 +551,7 @@
       self.view.x = px - (px - self.view.x) * (k / self.view.k);
       self.view.y = py - (py - self.view.y) * (k / self.view.k);
       self.view.k = k;
+      self.userMoved = true;
       self.paint();
     }, { passive: false });
   };
@@ -470,6 +635,7 @@
 
   Explorer.prototype.select = function (node) {
     this.selected = node;
+    this.userMoved = false;
     this.highlight();
     this.layout.heat(0.5);
     if (node.kind === "entity") {
