@@ -10,6 +10,7 @@ again changes nothing.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import datetime
 import functools
@@ -536,6 +537,8 @@ def _describe(entity, record, position, chunk, extracted):
     ``class `CsrfViewMiddleware`:``), then a sentence that defines it ("X is a ..."), then
     any sentence of the text that is not a heading or a pronoun's. Ties keep the first.
     """
+    if entity.home and entity.defined and entity.description is not None:
+        return  # a defining sentence from its home: nothing ranks higher
     spans = extracted.spans[chunk.id]
     index = record[_SENTENCE]
     start = record[_START]
@@ -579,15 +582,16 @@ def _at_home(norm, chunk, position=None):
         return True
     if len(norm) < 4:
         return False
-    heading = None
-    if position is not None:
-        for match in heading_lines(chunk.text):
-            if match.start() > position:
-                break
-            heading = match.group(1) or match.group(2)
-    if heading is not None:
-        return norm in normalize(heading)
+    headings = _chunk_headings(chunk.text) if position is not None else ()
+    if headings and headings[0][0] <= position:
+        return norm in headings[bisect.bisect_right(headings, (position, "\uffff")) - 1][1]
     return bool(names[1]) and norm in names[1][-1]
+
+
+@functools.lru_cache(maxsize=64)
+def _chunk_headings(text):
+    """``[(start, norm of the heading)]`` of the headings in ``text``, in order."""
+    return [(m.start(), normalize(m.group(1) or m.group(2))) for m in heading_lines(text)]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -86,7 +86,7 @@ def generic_entity_ids(db):
 
     A one-word concept or term in the stop-word list or in too many documents, any
     one-word entity whose name is a stop word ("None", "self"), and any entity all of whose
-    mentions are heads of a longer phrase.
+    mentions are heads of a longer phrase (a head is one word: only one-word names are read).
     """
     documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
@@ -97,7 +97,8 @@ def generic_entity_ids(db):
         select e.id, e.type, e.name, count(distinct m.doc_id), count(m.id),
           sum(m.features like '%"head": true%')
         from entities e join mentions m on m.entity_id = e.id
-        where e.status = 'active' and e.id in (select entity_id from temp.refine_scope)
+        where e.status = 'active' and instr(e.name, ' ') = 0
+          and e.id in (select entity_id from temp.refine_scope)
         group by e.id order by e.id
         """
     ):
@@ -165,12 +166,16 @@ def score_cooccurrence(db, drop=True):
     if not total:
         return 0
     edges = db.execute(
-        "select id, src_id, dst_id, meta from relations where rel = 'related_to' and "
+        "select id, src_id, dst_id, meta, evidence_count from relations where rel = 'related_to' and "
         "(src_id in (select entity_id from temp.refine_scope) or dst_id in (select entity_id from temp.refine_scope)) "
         "order by id"
     ).fetchall()
     if not edges:
         return 0
+    weak = []
+    if drop:  # too few sentences: no need to count anything else
+        weak = [e[0] for e in edges if e[4] < COOCCURRENCE_MIN_SENTENCES]
+        edges = [e for e in edges if e[4] >= COOCCURRENCE_MIN_SENTENCES]
     _edge_table(db, edges)
     mentioned = dict(
         db.execute(
@@ -186,8 +191,8 @@ def score_cooccurrence(db, drop=True):
         ).fetchall()
     )
     db.conn.execute("drop table temp.cooccurrence_edges")
-    weak, scores = [], []
-    for relation_id, src, dst, meta in edges:
+    scores = []
+    for relation_id, src, dst, meta, _ in edges:
         both = together.get(relation_id, 0)
         a, b = mentioned.get(src, 0), mentioned.get(dst, 0)
         if not both or not a or not b:
@@ -227,7 +232,7 @@ def canonical_names(db, embed_related=False):
     """Name every entity by its most frequent surface name; others become aliases.
 
     Names are counted over mentions with a span (pronouns that stand for the entity and
-    titles do not count); ties keep the current name, else prefer lower case for a concept
+    titles do not count; an entity mentioned once keeps the name it was made with); ties keep the current name, else prefer lower case for a concept
     or term (capitals for a name or code), then the first in sorted order.
     Facts that quote a renamed entity are rewritten, and their vectors and the entity's
     recomputed. Returns how many entities were renamed.
@@ -236,7 +241,9 @@ def canonical_names(db, embed_related=False):
     for entity_id, name, n in db.execute(
         """
         select entity_id, json_extract(meta, '$.name'), count(*) from mentions
-        where entity_id in (select entity_id from temp.refine_scope) and span_start is not null
+        where entity_id in (
+            select entity_id from temp.refine_scope join entities on id = entity_id where popularity > 1
+          ) and span_start is not null
           and features not like '%"coref": true%'
         group by entity_id, json_extract(meta, '$.name')
         """
