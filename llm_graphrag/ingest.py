@@ -60,6 +60,7 @@ def ingest_docs(
     extract=True,
     progress=None,
     workers=None,
+    root=None,
 ):
     """Ingest files, folders and globs into ``db``; the engine behind every face.
 
@@ -69,7 +70,9 @@ def ingest_docs(
     already stored for it untouched. ``progress(path)`` is called once per file.
     Files are loaded, de-duplicated and chunked in a second process while this one embeds
     and writes (``workers=0`` keeps everything here); ``workers`` is passed on to
-    ``extract_and_link``.
+    ``extract_and_link``. ``root``: the folder relative paths and breadcrumbs start from
+    when ``paths`` lists files picked out of it (by default, the folder given or the
+    file's own).
     Returns an ``IngestResult``.
     """
     started = _now()
@@ -110,7 +113,8 @@ def ingest_docs(
             write(previous[1], previous[0].result())
 
     encoder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphrag-embed")
-    loader_state = (NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths])
+    roots = [str(root)] if root is not None else [str(p) for p in paths]
+    loader_state = (NearDuplicateFilter(), skip_if_seen, known, roots)
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
     loaders = 0 if workers == 0 else parallel.worker_count(None, len(files), most=1)
