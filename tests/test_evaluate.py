@@ -386,3 +386,13 @@ def test_empty_split(tiny_file):
     with pytest.raises(EvalFileError) as ex:
         run_eval(tiny_file, split="heldout")
     assert str(ex.value) == f"{tiny_file}: no questions in split 'heldout': use --split all"
+
+
+def test_evaluate_retrieval_first_questions_of_a_folder_file(folder_file, folder_run):
+    from llm_graphrag import evaluate_retrieval
+
+    _, base = folder_run
+    report = evaluate_retrieval(folder_file, modes=["bm25"], ks=(1,), questions=3, database=base / "pages.db")
+    assert (report["file"], report["queries"], report["corpus"]) == (str(folder_file), 3, 6)
+    # bm25 names 1, 1 and 3 pages for the first three questions, 2 gold among the 3 last
+    assert report["modes"]["bm25"]["ranking"] == {"hit@1": 1.0, "mrr@10": 1.0, "p@5": round((2 + 2 / 3) / 3, 4)}
