@@ -361,23 +361,21 @@ def test_cli_folder_file(folder_file, folder_run):
     _, base = folder_run
     database = str(base / "pages.db")
     runner = CliRunner()
-    result = runner.invoke(
-        cli,
-        ["graphrag", "eval", str(folder_file), "-d", database, "--mode", "bm25", "-k", "1", "--split", "heldout", "--json"],
-    )
+    args = ["graphrag", "eval", str(folder_file), "-d", database]
+    result = runner.invoke(cli, args + ["--mode", "bm25", "-k", "1", "--split", "heldout", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert (report["database"], report["queries"], report["split"], list(report["modes"])) == (
         database, 1, "heldout", ["bm25"]
     )
     assert report["modes"]["bm25"]["ranking"] == {"hit@1": 1.0, "mrr@10": 1.0, "p@5": 1.0}
-    result = runner.invoke(cli, ["graphrag", "eval", str(folder_file), "-d", database, "--mode", "vector", "-k", "5"])
+    result = runner.invoke(cli, args + ["--mode", "vector", "-k", "5"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].startswith(f"4 questions over 6 documents of {folder_file.parent} (ingest ")
     assert lines[1].split()[:4] == ["mode", "hit@1", "MRR@10", "P@5"]
     assert lines[2].split()[:3] == ["vector", "1.000", "1.000"]
-    result = runner.invoke(cli, ["graphrag", "eval", str(folder_file), "-d", database, "--split", "nope"])
+    result = runner.invoke(cli, args + ["--split", "nope"])
     assert result.exit_code == 2
     assert "Invalid value for '--split': 'nope' is not one of 'dev', 'heldout', 'all'." in result.output
 
@@ -392,7 +390,11 @@ def test_evaluate_retrieval_first_questions_of_a_folder_file(folder_file, folder
     from llm_graphrag import evaluate_retrieval
 
     _, base = folder_run
-    report = evaluate_retrieval(folder_file, modes=["bm25"], ks=(1,), questions=3, database=base / "pages.db")
+    report = evaluate_retrieval(
+        folder_file, modes=["bm25"], ks=(1,), questions=3, database=base / "pages.db"
+    )
     assert (report["file"], report["queries"], report["corpus"]) == (str(folder_file), 3, 6)
     # bm25 names 1, 1 and 3 pages for the first three questions, 2 gold among the 3 last
-    assert report["modes"]["bm25"]["ranking"] == {"hit@1": 1.0, "mrr@10": 1.0, "p@5": round((2 + 2 / 3) / 3, 4)}
+    assert report["modes"]["bm25"]["ranking"] == {
+        "hit@1": 1.0, "mrr@10": 1.0, "p@5": round((2 + 2 / 3) / 3, 4)
+    }
