@@ -156,11 +156,11 @@ class GraphRAG:
 def evaluate_retrieval(path, modes=None, ks=None, questions=None, database=None):
     """Recall of each retrieval mode on an evaluation file (``llm graphrag eval``).
 
-    ``questions``: evaluate only the first N questions (over the whole corpus).
+    ``questions``: evaluate only the first N questions (over the whole corpus or folder).
     ``database``: build the evaluation database there and keep it, so that running again
     skips ingestion. Returns an ``EvalReport``, whose ``plot()`` draws R@k per mode.
     """
-    from .evaluate import DEFAULT_KS, load_eval_file, run_eval
+    from .evaluate import DEFAULT_KS, EvalFileError, load_eval_file, run_eval
     from .retrieval import MODES
 
     modes = modes or MODES
@@ -169,10 +169,15 @@ def evaluate_retrieval(path, modes=None, ks=None, questions=None, database=None)
         return EvalReport(run_eval(path, modes=modes, ks=ks, database=database))
     if questions < 1:
         raise ValueError("questions must be at least 1, or None for all of them")
-    corpus, queries = load_eval_file(path)
+    try:
+        data = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as ex:
+        raise EvalFileError(f"Cannot read evaluation file {path}: {ex}") from ex
+    if not isinstance(data, dict) or not isinstance(data.get("queries"), list):
+        load_eval_file(path)  # raises the error naming what is missing
     with tempfile.TemporaryDirectory(prefix="graphrag-eval-") as tmp:
         subset = pathlib.Path(tmp) / pathlib.Path(path).name
-        subset.write_text(json.dumps({"corpus": corpus, "queries": queries[:questions]}))
+        subset.write_text(json.dumps(dict(data, queries=data["queries"][:questions])))
         report = run_eval(subset, modes=modes, ks=ks, database=database)
     report["file"] = str(path)
     return EvalReport(report)

@@ -585,27 +585,49 @@ def extract(database, docs, force, llm_model, workers, as_json):
 )
 @click.option("-k", "ks", multiple=True, type=int, help="Cut-offs (default: 2, 5, 10)")
 @click.option(
-    "--store",
-    type=click.Path(dir_okay=False),
-    help="Store the run as tables eval_runs, eval_results, eval_queries in this database",
+    "--split",
+    type=click.Choice(["dev", "heldout", "all"]),
+    default="all",
+    show_default=True,
+    help="Ask only the questions of this split (a question without one is dev)",
 )
 @click.option(
-    "--keep",
+    "--store",
     type=click.Path(dir_okay=False),
-    help="Build the evaluation database here and keep it (reused when run again)",
+    help="Store the run as tables eval_runs, eval_results, eval_rankings, eval_queries in this database",
+)
+@click.option(
+    "-d",
+    "--database",
+    "--keep",
+    "keep",
+    type=click.Path(dir_okay=False),
+    help="Build the evaluation database here and keep it (reused when run again); "
+    "for a folder file, an existing database of that folder works too",
 )
 @json_option
 @friendly_errors
-def eval_(file, modes, ks, store, keep, as_json):
-    """Measure retrieval recall on an evaluation file, per retrieval mode.
+def eval_(file, modes, ks, split, store, keep, as_json):
+    """Measure retrieval on an evaluation file, per retrieval mode.
 
-    FILE is JSON with a "corpus" list of texts and "queries" with "question" and
-    "gold" indexes into the corpus. Each text is ingested as one document into a fresh
-    database with the normal pipeline; every question runs in each mode.
+    FILE is JSON in one of two formats. A corpus: a "corpus" list of texts and
+    "queries" with "question" and "gold" indexes into it; each text is ingested as one
+    document into a fresh database. A folder: "folder", "include" and "exclude" globs
+    relative to it, and "queries" with "question", "gold_paths" (relative paths) and
+    "split" ("dev" or "heldout"); the files are ingested once into a database cached
+    under ~/.cache/graphrag-eval (or -d).
+
+    Every question runs in each mode for the top max(k, 10) chunks; their documents,
+    each counted once in order of first appearance, form the ranking. Reported per mode:
+    hit@1 (the first document is gold), MRR@10 (mean 1/rank of the first gold document
+    in the first 10, else 0), P@5 (share of gold documents among the first 5 documents,
+    or fewer when the results name fewer), R@k any / both (one / all gold documents in
+    the first k) and latency.
 
     \b
     Example usage:
         llm graphrag eval eval/qasc-dev.json
+        llm graphrag eval eval/python-docs-qa.json --split dev
         llm graphrag eval questions.json --mode hybrid --mode graph -k 10 --json
         llm graphrag eval questions.json --store runs.db
     """
@@ -634,6 +656,7 @@ def eval_(file, modes, ks, store, keep, as_json):
             store_db=store,
             database=keep,
             progress=progress,
+            split=split,
         )
     except EvalFileError as ex:
         raise click.ClickException(str(ex))

@@ -64,6 +64,7 @@ def ingest_docs(
     progress=None,
     workers=None,
     include=(),
+    root=None,
 ):
     """Ingest files, folders and globs into ``db``; the engine behind every face.
 
@@ -76,7 +77,9 @@ def ingest_docs(
     ``include`` (``"index"``, ``"search"``, ``"code"``); a stored copy of one is deleted.
     Files are loaded, de-duplicated and chunked in a second process while this one embeds
     and writes (``workers=0`` keeps everything here); ``workers`` is passed on to
-    ``extract_and_link``.
+    ``extract_and_link``. ``root``: the folder relative paths and breadcrumbs start from
+    when ``paths`` lists files picked out of it (by default, the folder given or the
+    file's own).
     Returns an ``IngestResult``.
     """
     started = _now()
@@ -126,9 +129,8 @@ def ingest_docs(
             f"unknown page kinds to include: {', '.join(sorted(unknown))}; "
             f"choose from {', '.join(GENERATED_KINDS)}"
         )
-    loader_state = (
-        NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths], frozenset(include)
-    )
+    roots = [str(root)] if root is not None else [str(p) for p in paths]
+    loader_state = (NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include))
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
     loaders = 0 if workers == 0 else parallel.worker_count(None, len(files), most=1)

@@ -1,14 +1,19 @@
-"""The evaluation harness on a tiny two-hop file, through the real ingest pipeline."""
+"""The evaluation harness on a tiny two-hop file and a tiny folder, through the real ingest pipeline."""
 
 import json
 
 import pytest
 import sqlite_utils
+from click.testing import CliRunner
+from llm.cli import cli
 
 from llm_graphrag.evaluate import (
     EvalFileError,
+    cache_path,
     format_table,
     load_eval_file,
+    load_folder_file,
+    ranking_scores,
     recall_at,
     run_eval,
 )
@@ -105,9 +110,9 @@ def test_stored_tables(stored):
     assert (first["question"], json.loads(first["gold"]), json.loads(first["gold_ranks"])) == (
         "What can damming a river cause?",
         [0, 1],
-        [1, None],  # the second fact is not in the top max(ks) = 2
+        [1, 3],  # questions are asked for max(ks + (10,)) results, for MRR@10
     )
-    assert json.loads(first["ranked"]) == [0, 2]
+    assert json.loads(first["ranked"])[:2] == [0, 2]
 
 
 def test_format_table(stored):
@@ -115,13 +120,20 @@ def test_format_table(stored):
     lines = format_table(report).splitlines()
     assert lines[0] == f"4 questions over 8 texts (ingest {report['ingest_seconds']:.1f}s)"
     assert lines[1].split() == [
-        "mode", "R@1", "any", "R@1", "both", "R@2", "any", "R@2", "both", "p50", "ms", "p95", "ms"
+        "mode", "hit@1", "MRR@10", "P@5",
+        "R@1", "any", "R@1", "both", "R@2", "any", "R@2", "both", "p50", "ms", "p95", "ms",
     ]
-    assert [line.split()[:5] for line in lines[2:]] == [
-        ["bm25", "1.000", "0.250", "1.000", "0.750"],
-        ["vector", "1.000", "0.250", "1.000", "1.000"],
-        ["hybrid", "1.000", "0.250", "1.000", "1.000"],
-        ["graph", "1.000", "0.250", "1.000", "1.000"],
+    assert [line.split()[:8] for line in lines[2:]] == [
+        [mode, f"{r['hit@1']:.3f}", f"{r['mrr@10']:.3f}", f"{r['p@5']:.3f}"] + recall
+        for (mode, r), recall in zip(
+            ((m, report["modes"][m]["ranking"]) for m in report["modes"]),
+            (
+                ["1.000", "0.250", "1.000", "0.750"],
+                ["1.000", "0.250", "1.000", "1.000"],
+                ["1.000", "0.250", "1.000", "1.000"],
+                ["1.000", "0.250", "1.000", "1.000"],
+            ),
+        )
     ]
 
 
@@ -164,3 +176,225 @@ def test_unknown_mode(tiny_file):
     with pytest.raises(ValueError) as ex:
         run_eval(tiny_file, modes=["bm25", "psychic"])
     assert str(ex.value) == "Unknown mode 'psychic': choose from bm25, vector, hybrid, graph"
+
+
+# A folder of Markdown pages with questions naming their gold pages.
+PAGES = {
+    "kitchen/pasta.md": "# Cooking pasta\n\nBoil salted water, add the spaghetti and cook it for ten minutes "
+    "until al dente. Drain the pasta in a colander.\n",
+    "kitchen/bread.md": "# Baking bread\n\nKnead the dough of flour, water, yeast and salt, let it rise "
+    "for two hours, then bake the loaf in a hot oven.\n",
+    "garden/tomatoes.md": "# Growing tomatoes\n\nPlant tomato seedlings in full sun, water them deeply "
+    "and tie the stems to stakes as the fruit ripens.\n",
+    "garden/roses.md": "# Pruning roses\n\nCut rose bushes back in late winter, just above an outward "
+    "facing bud, and remove dead canes.\n",
+    "garage/brakes.md": "# Replacing brake pads\n\nJack up the car, remove the wheel and the caliper, "
+    "then slide the worn brake pads out and fit new ones.\n",
+    "garage/tyres.md": "# Checking tyre pressure\n\nUse a pressure gauge on each tyre valve when the "
+    "tyres are cold and inflate them to the pressure printed in the door frame.\n",
+    "drafts/pasta-old.md": "# Cooking pasta (old)\n\nBoil water and cook spaghetti.\n",
+    "notes.txt": "Shopping list: flour, yeast, tomato seedlings, brake pads.\n",
+}
+FOLDER_QUERIES = [
+    {"question": "How long should spaghetti boil?", "gold_paths": ["kitchen/pasta.md"], "split": "dev"},
+    {"question": "When do I prune rose bushes?", "gold_paths": ["garden/roses.md"], "split": "dev"},
+    {
+        "question": "What needs salt: pasta water or bread dough?",
+        "gold_paths": ["kitchen/pasta.md", "kitchen/bread.md"],
+    },
+    {"question": "How do I fit new brake pads?", "gold_paths": ["garage/brakes.md"], "split": "heldout"},
+]
+
+
+@pytest.fixture(scope="module")
+def folder_file(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pages")
+    for name, text in PAGES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    path = root / "questions.json"
+    path.write_text(
+        json.dumps(
+            {
+                "folder": str(root),
+                "include": ["**/*.md"],
+                "exclude": ["drafts/*"],
+                "queries": FOLDER_QUERIES,
+            }
+        )
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def folder_run(folder_file, tmp_path_factory):
+    base = tmp_path_factory.mktemp("folder-run")
+    return run_eval(folder_file, ks=(1, 5), database=base / "pages.db", store_db=str(base / "runs.db")), base
+
+
+def test_ranking_scores_by_hand():
+    ranked = ["a", "b", "c", "d", "e", "f", "g"]
+    # first gold at rank 3; 1 of the first 5 documents is gold
+    assert ranking_scores(ranked, ["c", "x"]) == (0.0, 1 / 3, 1 / 5)
+    # gold first and fourth: hit, reciprocal rank 1, 2 of 5
+    assert ranking_scores(ranked, ["d", "a"]) == (1.0, 1.0, 2 / 5)
+    # fewer than 5 documents: precision over the 3 there are
+    assert ranking_scores(["b", "a", "c"], ["a", "c"]) == (0.0, 0.5, 2 / 3)
+    # gold only at rank 11: outside MRR@10 and P@5
+    assert ranking_scores([str(i) for i in range(12)], ["10"]) == (0.0, 0.0, 0.0)
+    assert ranking_scores([], ["a"]) == (0.0, 0.0, 0.0)
+
+
+def test_load_folder_file(folder_file):
+    folder, files, queries = load_folder_file(folder_file)
+    assert folder == folder_file.parent
+    assert files == [
+        "garage/brakes.md",
+        "garage/tyres.md",
+        "garden/roses.md",
+        "garden/tomatoes.md",
+        "kitchen/bread.md",
+        "kitchen/pasta.md",
+    ]
+    assert queries == FOLDER_QUERIES
+
+
+def test_folder_report(folder_run, folder_file):
+    report, _ = folder_run
+    assert (report["corpus"], report["queries"], report["split"], report["ks"]) == (6, 4, "all", [1, 5])
+    assert report["folder"] == str(folder_file.parent)
+    assert report["counts"]["docs"] == 6
+    assert list(report["modes"]) == ["bm25", "vector", "hybrid", "graph"]
+    # The salt question has two gold pages, so R@1 both misses it.
+    for mode, result in report["modes"].items():
+        assert result["recall"] == {
+            "1": {"any": 1.0, "both": 0.75},
+            "5": {"any": 1.0, "both": 1.0},
+        }, mode
+    # Every mode ranks a gold page first. bm25 returns only pages sharing a word with the
+    # question: P@5 = (1 + 1 + 2/3 + 1) / 4; the others return all six pages, so P@5 =
+    # (1/5 + 1/5 + 2/5 + 1/5) / 4.
+    assert {mode: result["ranking"] for mode, result in report["modes"].items()} == {
+        "bm25": {"hit@1": 1.0, "mrr@10": 1.0, "p@5": round((3 + 2 / 3) / 4, 4)},
+        "vector": {"hit@1": 1.0, "mrr@10": 1.0, "p@5": 0.25},
+        "hybrid": {"hit@1": 1.0, "mrr@10": 1.0, "p@5": 0.25},
+        "graph": {"hit@1": 1.0, "mrr@10": 1.0, "p@5": 0.25},
+    }
+
+
+def test_folder_metrics_match_the_rankings(folder_run):
+    """hit@1, MRR@10 and P@5 are the means of ranking_scores over the stored rankings."""
+    report, base = folder_run
+    db = sqlite_utils.Database(base / "runs.db")
+    for mode, result in report["modes"].items():
+        rows = list(db["eval_queries"].rows_where("mode = ?", [mode], order_by="query"))
+        assert [json.loads(r["gold"]) for r in rows] == [q["gold_paths"] for q in FOLDER_QUERIES]
+        scores = [ranking_scores(json.loads(r["ranked"]), json.loads(r["gold"])) for r in rows]
+        for ranked in (json.loads(r["ranked"]) for r in rows):
+            assert len(ranked) == len(set(ranked)) and set(ranked) <= {
+                "garage/brakes.md", "garage/tyres.md", "garden/roses.md",
+                "garden/tomatoes.md", "kitchen/bread.md", "kitchen/pasta.md",
+            }
+        expected = [round(sum(s[i] for s in scores) / 4, 4) for i in range(3)]
+        assert [result["ranking"][n] for n in ("hit@1", "mrr@10", "p@5")] == expected
+        stored = db["eval_rankings"].get((1, mode))
+        assert [stored["hit_at_1"], stored["mrr_at_10"], stored["p_at_5"]] == expected
+    assert db["eval_runs"].get(1)["split"] == "all"
+
+
+def test_split_and_cache(folder_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder, files, _ = load_folder_file(folder_file)
+    cached = cache_path(folder, files)
+    assert cached.parent == tmp_path / "cache" / "graphrag-eval"
+    assert cached.name.startswith(f"{folder.parent.name}-{folder.name}-")
+    dev = run_eval(folder_file, modes=["bm25"], ks=(1,), split="dev")
+    assert cached.exists() and dev["database"] == str(cached)
+    assert dev["queries"] == 3  # the question without a split counts as dev
+    held = run_eval(folder_file, modes=["bm25"], ks=(1,), split="heldout")
+    assert held["queries"] == 1 and held["split"] == "heldout"
+    assert held["modes"]["bm25"]["ranking"] == {"hit@1": 1.0, "mrr@10": 1.0, "p@5": 1.0}
+    assert held["counts"] == dev["counts"]
+    # another file list is another database
+    assert cache_path(folder, files[:-1]) != cached
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"folder": 3}, "expected an object with a 'folder' path and a 'queries' list"),
+        ({"include": "*.md"}, "'include' must be a list of glob patterns relative to the folder"),
+        ({"include": ["*.pdf"]}, "no supported files in {folder} match 'include'"),
+        (
+            {"queries": [{"question": "q", "gold_paths": ["drafts/pasta-old.md"]}]},
+            "query 0 has gold path 'drafts/pasta-old.md', which is not among the files "
+            "picked from {folder}: fix the path or the 'include' globs",
+        ),
+        ({"queries": [{"question": "q", "gold": [0]}]}, "query 0 needs a 'question' and a 'gold_paths' list"),
+        (
+            {"queries": [{"question": "q", "gold_paths": ["kitchen/pasta.md"], "split": "test"}]},
+            "query 0 has split 'test': use 'dev' or 'heldout'",
+        ),
+    ],
+)
+def test_bad_folder_files(folder_file, tmp_path, change, message):
+    data = dict(json.loads(folder_file.read_text()), **change)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(EvalFileError) as ex:
+        load_folder_file(path)
+    assert str(ex.value) == f"{path}: " + message.format(folder=folder_file.parent)
+
+
+def test_missing_folder(tmp_path):
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps({"folder": str(tmp_path / "nowhere"), "queries": []}))
+    with pytest.raises(EvalFileError) as ex:
+        load_folder_file(path)
+    assert str(ex.value) == (
+        f"{path}: folder {tmp_path / 'nowhere'} does not exist "
+        "(python3.11-doc: apt-get install python3.11-doc)"
+    )
+
+
+def test_cli_folder_file(folder_file, folder_run):
+    _, base = folder_run
+    database = str(base / "pages.db")
+    runner = CliRunner()
+    args = ["graphrag", "eval", str(folder_file), "-d", database]
+    result = runner.invoke(cli, args + ["--mode", "bm25", "-k", "1", "--split", "heldout", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert (report["database"], report["queries"], report["split"], list(report["modes"])) == (
+        database, 1, "heldout", ["bm25"]
+    )
+    assert report["modes"]["bm25"]["ranking"] == {"hit@1": 1.0, "mrr@10": 1.0, "p@5": 1.0}
+    result = runner.invoke(cli, args + ["--mode", "vector", "-k", "5"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"4 questions over 6 documents of {folder_file.parent} (ingest ")
+    assert lines[1].split()[:4] == ["mode", "hit@1", "MRR@10", "P@5"]
+    assert lines[2].split()[:3] == ["vector", "1.000", "1.000"]
+    result = runner.invoke(cli, args + ["--split", "nope"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--split': 'nope' is not one of 'dev', 'heldout', 'all'." in result.output
+
+
+def test_empty_split(tiny_file):
+    with pytest.raises(EvalFileError) as ex:
+        run_eval(tiny_file, split="heldout")
+    assert str(ex.value) == f"{tiny_file}: no questions in split 'heldout': use --split all"
+
+
+def test_evaluate_retrieval_first_questions_of_a_folder_file(folder_file, folder_run):
+    from llm_graphrag import evaluate_retrieval
+
+    _, base = folder_run
+    report = evaluate_retrieval(
+        folder_file, modes=["bm25"], ks=(1,), questions=3, database=base / "pages.db"
+    )
+    assert (report["file"], report["queries"], report["corpus"]) == (str(folder_file), 3, 6)
+    # bm25 names 1, 1 and 3 pages for the first three questions, 2 gold among the 3 last
+    assert report["modes"]["bm25"]["ranking"] == {
+        "hit@1": 1.0, "mrr@10": 1.0, "p@5": round((2 + 2 / 3) / 3, 4)
+    }

@@ -42,9 +42,9 @@ def test_readme_names_files_a_fresh_clone_has():
     readme = (ROOT / "README.md").read_text()
     evaluated = re.findall(r"^llm graphrag eval (\S+)", readme, re.M)
     pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme)
-    assert evaluated == ["eval/qasc-dev.json"]
+    assert evaluated == ["eval/qasc-dev.json", "eval/python-docs-qa.json"]
     assert pictures == ["docs/recall-at-k.png"]
-    assert [(ROOT / p).is_file() for p in evaluated + pictures] == [True, True]
+    assert [(ROOT / p).is_file() for p in evaluated + pictures] == [True, True, True]
     assert (ROOT / "scripts" / "notebook_figure.py").is_file()
 
 
