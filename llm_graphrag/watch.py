@@ -77,6 +77,7 @@ class Watcher:
         self._loaders = plugins.get_loaders()
         self.state = {
             "running": False,
+            "catching_up": False,  # the start's hash scan of the folders
             "pid": os.getpid(),
             "folders": self.folders,
             "started_at": None,
@@ -167,7 +168,11 @@ class Watcher:
         db = open_database(self.database)
         try:
             if catch_up:
+                self.state["catching_up"] = True
+                self._save(db)
                 self._batch(db, lambda: self._catch_up(db))
+                self.state["catching_up"] = False
+                self._save(db)
             self._caught_up.set()
             while not self._stopping.is_set():
                 with self._condition:
