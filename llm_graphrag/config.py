@@ -186,7 +186,13 @@ def _read_file(path):
     except yaml.YAMLError as ex:
         mark = getattr(ex, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"Config file {path} is not valid YAML{where}: {getattr(ex, 'problem', ex)}") from None
+        problem = getattr(ex, "problem", None) or str(ex)
+        hint = (
+            "; in double quotes a backslash starts an escape, so put regular expressions in single quotes"
+            if "escape" in problem
+            else ""
+        )
+        raise ConfigError(f"Config file {path} is not valid YAML{where}: {problem}{hint}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
