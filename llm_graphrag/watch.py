@@ -96,6 +96,9 @@ class Watcher:
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self, catch_up=True):
+        from .db import open_database
+
+        open_database(self.database).conn.close()  # the schema, before any reader opens it
         self.state.update(running=True, started_at=_now())
         self._thread = threading.Thread(target=self._run, args=(catch_up,), name="graphrag-writer", daemon=True)
         self._thread.start()
@@ -124,7 +127,7 @@ class Watcher:
         if not self._caught_up.wait(timeout):
             return False
         with self._condition:
-            while self._pending or self._in_progress:
+            while (self._pending or self._in_progress) and self._thread.is_alive():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
