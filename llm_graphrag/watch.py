@@ -190,6 +190,7 @@ class Watcher:
                 try:
                     self._batch(db, lambda: self._process(db, batch))
                 finally:
+                    self._save(db, finished=True)
                     with self._condition:
                         self._in_progress = 0
                         self._condition.notify_all()
@@ -219,7 +220,6 @@ class Watcher:
             self.state["busy_seconds"] = round(self.state["busy_seconds"] + elapsed, 3)
             if self.state["files_processed"] and self.state["busy_seconds"]:
                 self.state["ingest_rate"] = round(self.state["files_processed"] / self.state["busy_seconds"], 2)
-            self._save(db)
 
     def _check_stop(self, path):
         if self._stopping.is_set():
@@ -311,9 +311,14 @@ class Watcher:
         skipped = [s for s in self.state["skipped"] if s["path"] != path]
         self.state["skipped"] = (skipped + [{"path": path, "reason": reason}])[-20:]
 
-    def _save(self, db):
+    def _save(self, db, finished=False):
+        """Keep the state in the database for other processes' ``status``; ``finished``:
+        the batch in progress is written, only what is pending is still queued."""
         self.state["updated_at"] = _now()
         state = self.live_state()
+        if finished:
+            with self._condition:
+                state["queue_depth"] = len(self._pending)
         with db.atomic():
             set_setting(db, WATCHER_SETTING, state)
 
