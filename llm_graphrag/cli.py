@@ -186,6 +186,20 @@ def status(database, as_json):
         click.echo(f"  {table:<12} {count:>9,}")
     if info["last_ingest"]:
         click.echo(f"Last ingest: {info['last_ingest']['finished_at']}")
+    click.echo(f"Orphaned entities: {info['orphaned_entities']}")
+    watcher = info["watcher"]
+    if watcher:
+        click.echo(
+            f"Watcher: {'running' if watcher['running'] else 'stopped'} (pid {watcher['pid']}), "
+            f"queue depth {info['queue_depth']}, {watcher['files_processed']} files processed"
+            + (f" at {watcher['ingest_rate']} files/s" if watcher["ingest_rate"] else "")
+        )
+        if watcher["last_file"]:
+            click.echo(f"Last file: {watcher['last_file']}")
+        for skipped in watcher["skipped"]:
+            click.echo(f"Skipped: {skipped['path']}: {skipped['reason']}")
+    if info["last_error"]:
+        click.echo(f"Last error: {info['last_error'].get('path', '')}: {info['last_error'].get('error')}")
 
 
 @graphrag.group()

@@ -265,11 +265,13 @@ class Watcher:
                 gone.append(path)
         if gone:
             rows = db.execute(
-                "select id from docs where path in (select value from json_each(?))", [_json(gone)]
+                "select id, path from docs where path in (select value from json_each(?)) order by path",
+                [_json(gone)],
             ).fetchall()
             purge_documents(db, [r[0] for r in rows])
             self.state["files_processed"] += len(rows)
-            self.state["last_file"] = gone[-1]
+            if rows:
+                self.state["last_file"] = rows[-1][1]
         if present:
             result = ingest_docs(
                 db, present, tags=self.tags, roots=self.folders, workers=self.workers,
