@@ -128,3 +128,42 @@ async def test_readme_client_configuration_starts_a_working_server(server_params
             status = await call(session, "status", {})
             assert status["counts"]["docs"] == 9
             assert status["watcher"]["last_file"] == str(folder / "zebra.md")
+
+
+@pytest.mark.asyncio
+async def test_mcp_without_watching(sample_db, tmp_path):
+    params = StdioServerParameters(
+        command="llm", args=["graphrag", "mcp", "-d", str(sample_db)],
+        env={"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "LLM_USER_PATH": str(tmp_path)},
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "graphrag"
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert tools["hybrid_query"].input_schema == TOOLS["hybrid_query"].input_schema
+            status = await call(session, "status", {})
+            assert status["watcher"] is None and status["queue_depth"] == 0
+            assert status["counts"]["docs"] == 36
+            found = await call(session, "hybrid_query", {"q": "How do dams create reservoirs?", "k": 3})
+            assert len(found["chunks"]) == 3
+            paths = await call(session, "path", {"source_entity": "ingest-gateway", "target_entity": "tidepool"})
+            assert paths["path"]
+
+
+def test_mcp_refuses_a_missing_database(tmp_path):
+    from click.testing import CliRunner
+
+    from llm_graphrag.cli import graphrag
+
+    result = CliRunner().invoke(graphrag, ["mcp", "-d", str(tmp_path / "none.db")])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: Database {tmp_path / 'none.db'} does not exist: ingest into it first, "
+        "or pass --watch DIR to build it\n"
+    )
+    result = CliRunner().invoke(graphrag, ["serve", "-d", str(tmp_path / "none.db")])
+    assert result.output == (
+        "Error: serve watches folders: set watch.dirs in the config file or pass --watch DIR "
+        "(use 'llm graphrag mcp' to serve without watching)\n"
+    )
