@@ -125,9 +125,11 @@ async def test_readme_client_configuration_starts_a_working_server(server_params
                 lambda r: r["chunks"] and r["chunks"][0]["path"] == str(folder / "zebra.md"), timeout=30,
             )
             assert "quagga relay" in found["chunks"][0]["snippet"]
-            status = await call(session, "status", {})
+            # Searchable once its chunks are written; the batch ends after its extraction.
+            status = await wait_for(session, "status", {}, lambda s: s["queue_depth"] == 0, timeout=60)
             assert status["counts"]["docs"] == 9
             assert status["watcher"]["last_file"] == str(folder / "zebra.md")
+            assert status["orphaned_entities"] == 0
 
 
 @pytest.mark.asyncio

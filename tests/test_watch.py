@@ -299,7 +299,8 @@ def test_status_reports_the_queue_while_watching(tmp_path):
         info = json.loads(result.output)
         assert info["queue_depth"] == 0
         assert info["counts"]["docs"] == 3
-        assert info["last_file"] == str(folder / C.name)
+        # copying a file makes several events: which of the three was last is up to them
+        assert info["last_file"] in {str(folder / s.name) for s in (A, B, C)}
         assert info["watcher"]["running"] is True and info["watcher"]["pid"] == os.getpid()
         assert info["watcher"]["files_processed"] == 3
         assert info["ingest_rate"] > 0
