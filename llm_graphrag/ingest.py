@@ -356,7 +356,7 @@ def release_extraction(db, doc_ids):
         "order by confidence desc, id limit 1)) where id in (select value from json_each(?))",
         [ids, json.dumps(relations)],
     )
-    conn.execute(f"update docs set extracted_hash = null where id in (select value from json_each(?))", [ids])
+    conn.execute("update docs set extracted_hash = null where id in (select value from json_each(?))", [ids])
 
 
 def purge_orphans(db):

@@ -11,6 +11,7 @@ documents whose files are gone and extracting any document left unextracted.
 """
 
 import datetime
+import json
 import os
 import threading
 import time
@@ -266,7 +267,7 @@ class Watcher:
         if gone:
             rows = db.execute(
                 "select id, path from docs where path in (select value from json_each(?)) order by path",
-                [_json(gone)],
+                [json.dumps(gone)],
             ).fetchall()
             purge_documents(db, [r[0] for r in rows])
             self.state["files_processed"] += len(rows)
@@ -323,12 +324,6 @@ class Watcher:
                 state["queue_depth"] = len(self._pending)
         with db.atomic():
             set_setting(db, WATCHER_SETTING, state)
-
-
-def _json(value):
-    import json
-
-    return json.dumps(value)
 
 
 class _Handler(FileSystemEventHandler):
