@@ -212,6 +212,20 @@ def status(database, as_json):
         click.echo(f"  {table:<12} {count:>9,}")
     if info["last_ingest"]:
         click.echo(f"Last ingest: {info['last_ingest']['finished_at']}")
+    click.echo(f"Orphaned entities: {info['orphaned_entities']}")
+    watcher = info["watcher"]
+    if watcher:
+        click.echo(
+            f"Watcher: {'running' if watcher['running'] else 'stopped'} (pid {watcher['pid']}), "
+            f"queue depth {info['queue_depth']}, {watcher['files_processed']} files processed"
+            + (f" at {watcher['ingest_rate']} files/s" if watcher["ingest_rate"] else "")
+        )
+        if watcher["last_file"]:
+            click.echo(f"Last file: {watcher['last_file']}")
+        for skipped in watcher["skipped"]:
+            click.echo(f"Skipped: {skipped['path']}: {skipped['reason']}")
+    if info["last_error"]:
+        click.echo(f"Last error: {info['last_error'].get('path', '')}: {info['last_error'].get('error')}")
 
 
 @graphrag.group()
@@ -854,3 +868,221 @@ def verify(run_dir, as_json):
         )
     if not summary["passed"]:
         raise SystemExit(1)
+
+
+def config_option(fn):
+    return click.option(
+        "-c",
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        help="YAML configuration (default: $GRAPHRAG_CONFIG); see 'llm graphrag config'",
+    )(fn)
+
+
+def _load_config(config_file, **flags):
+    from .config import ConfigError, load_config
+
+    try:
+        return load_config(config_file, flags=flags)
+    except ConfigError as ex:
+        raise click.ClickException(str(ex))
+
+
+def _configured_database(config, create=True):
+    """Open the configured database and write the database options it sets."""
+    from .config import ConfigError, apply_to_database
+    from .embeddings import get_embedder
+    from .schema import ensure_schema
+
+    path = config["sqlite.path"]
+    if not create and not pathlib.Path(path).exists():
+        raise click.ClickException(
+            f"Database {path} does not exist: ingest into it first, or pass --watch DIR to build it"
+        )
+    import sqlite_utils
+
+    from .db import connect
+
+    db = sqlite_utils.Database(connect(path))
+    model = config["embed.model"]
+    ensure_schema(db, model_id=model, dimensions=get_embedder(model).dimensions if model else None)
+    try:
+        apply_to_database(config, db)
+    except ConfigError as ex:
+        raise click.ClickException(str(ex))
+    return db
+
+
+def _serve(database, watch, config_file, debounce_ms, require_watch):
+    import asyncio
+
+    from .mcp_server import ToolRunner, query_defaults, serve_stdio
+    from .tools import TOOLS, ToolInputError
+
+    config = _load_config(
+        config_file, **{"sqlite.path": database, "watch.dirs": watch, "watch.debounce_ms": debounce_ms}
+    )
+    folders = config["watch.dirs"]
+    if require_watch and not folders:
+        raise click.ClickException(
+            "serve watches folders: set watch.dirs in the config file or pass --watch DIR "
+            "(use 'llm graphrag mcp' to serve without watching)"
+        )
+    defaults = query_defaults(config)
+    try:
+        TOOLS["hybrid_query"].arguments(dict(defaults["hybrid_query"], q="check"))
+    except ToolInputError as ex:
+        raise click.ClickException(f"retrieval settings in the configuration: {ex}")
+    db = _configured_database(config, create=bool(folders))
+    db.conn.close()
+    watcher = None
+    if folders:
+        from .watch import Watcher
+
+        watcher = Watcher(
+            config["sqlite.path"], folders, debounce_ms=config["watch.debounce_ms"],
+            log=lambda line: click.echo(line, err=True),
+        ).start()
+    runner = ToolRunner(config["sqlite.path"], defaults, watcher)
+    try:
+        asyncio.run(serve_stdio(runner, config["project"]))
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, SIGTERM
+        pass
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        runner.close()
+
+
+def _server_options(fn):
+    for decorator in reversed(
+        (
+            click.option("-d", "--database", type=click.Path(dir_okay=False), help="graphrag database file (default: sqlite.path from the config, else graphrag.db)"),
+            click.option("--watch", "watch", multiple=True, type=click.Path(file_okay=False), help="Folder to watch and index (repeatable)"),
+            config_option,
+            click.option("--debounce-ms", type=click.IntRange(0), help="Quiet time per path before indexing (default 300)"),
+        )
+    ):
+        fn = decorator(fn)
+    return fn
+
+
+@graphrag.command()
+@_server_options
+@friendly_errors
+def mcp(database, watch, config_file, debounce_ms):
+    """Serve the graphrag tools to an MCP client over stdio.
+
+    Every tool (hybrid_query, entity_lookup, explain_entity, status, ...) with its
+    input and output JSON Schema, returning structured content. With --watch (or
+    watch.dirs in the config) a watcher keeps the database in step with the folders.
+
+    \b
+    Example usage:
+        llm graphrag mcp -d graphrag.db
+        llm graphrag mcp -d graphrag.db --watch docs/
+        llm graphrag mcp --config config.yaml
+    """
+    _serve(database, watch, config_file, debounce_ms, require_watch=False)
+
+
+@graphrag.command()
+@_server_options
+@friendly_errors
+def serve(database, watch, config_file, debounce_ms):
+    """Watch folders and serve MCP over stdio in one process (seed 004's server).
+
+    \b
+    Example usage:
+        llm graphrag serve --config config.yaml
+        llm graphrag serve -d graphrag.db --watch docs/
+
+    \b
+    An MCP client starts it from its configuration:
+        {"mcpServers": {"graphrag": {"command": "llm",
+          "args": ["graphrag", "serve", "--config", "/path/to/config.yaml"]}}}
+    """
+    _serve(database, watch, config_file, debounce_ms, require_watch=True)
+
+
+@graphrag.command()
+@click.argument("folders", nargs=-1, type=click.Path(file_okay=False))
+@click.option("-d", "--database", type=click.Path(dir_okay=False), help="graphrag database file (default: sqlite.path from the config, else graphrag.db)")
+@config_option
+@click.option("--debounce-ms", type=click.IntRange(0), help="Quiet time per path before indexing (default 300)")
+@click.option("--no-catch-up", is_flag=True, help="Do not scan for changes made while stopped")
+@json_option
+@friendly_errors
+def watch(folders, database, config_file, debounce_ms, no_catch_up, as_json):
+    """Keep a database in step with folders until interrupted (Ctrl-C or SIGTERM).
+
+    Created and changed files are indexed, renamed ones moved (not extracted again when
+    unchanged), deleted ones purged with their orphaned entities. On start it catches
+    up with what changed while it was stopped. A stop lets the file in progress finish.
+
+    \b
+    Example usage:
+        llm graphrag watch docs/ -d graphrag.db
+        llm graphrag watch docs/ notes/ -d graphrag.db --debounce-ms 500
+        llm graphrag watch --config config.yaml
+    """
+    import signal
+    import threading
+
+    from .watch import Watcher
+
+    config = _load_config(
+        config_file, **{"sqlite.path": database, "watch.dirs": folders, "watch.debounce_ms": debounce_ms}
+    )
+    if not config["watch.dirs"]:
+        raise click.ClickException("Give at least one FOLDER to watch (or watch.dirs in the config file)")
+    _configured_database(config).conn.close()
+    stop = threading.Event()
+    for name in ("SIGINT", "SIGTERM"):
+        signal.signal(getattr(signal, name), lambda *_: stop.set())
+    watcher = Watcher(
+        config["sqlite.path"], config["watch.dirs"], debounce_ms=config["watch.debounce_ms"],
+        log=lambda line: click.echo(line, err=True),
+    )
+    click.echo(f"Watching {', '.join(watcher.folders)} into {config['sqlite.path']}", err=True)
+    watcher.start(catch_up=not no_catch_up)
+    while not stop.wait(0.5):
+        pass
+    click.echo("Stopping: the file in progress finishes", err=True)
+    watcher.stop()
+    if as_json:
+        echo_json(watcher.state)
+
+
+@graphrag.command(name="config")
+@config_option
+@click.option("-d", "--database", type=click.Path(dir_okay=False), help="Also show this database's settings")
+@json_option
+@friendly_errors
+def config_(config_file, database, as_json):
+    """Show the effective configuration and where each value came from.
+
+    Defaults, then the database's settings (extract.*, retrieval.weights.*), then the
+    YAML file, then GRAPHRAG_* environment variables, then command-line flags.
+
+    \b
+    Example usage:
+        llm graphrag config --config config.yaml
+        GRAPHRAG_WATCH_DEBOUNCE_MS=500 llm graphrag config --json
+        llm graphrag config -d graphrag.db
+    """
+    from .config import ConfigError, load_config
+
+    db = open_database(database, create=False) if database else None
+    try:
+        config = load_config(config_file, flags={"sqlite.path": database}, db=db)
+    except ConfigError as ex:
+        raise click.ClickException(str(ex))
+    rows = config.explain()
+    if as_json:
+        echo_json({"file": config.file, "config": config.to_dict(), "options": rows})
+        return
+    width = max(len(row["key"]) for row in rows)
+    for row in rows:
+        click.echo(f"{row['key']:<{width}}  {json.dumps(row['value']):<24}  {row['source']}")

@@ -8,7 +8,9 @@ import concurrent.futures
 import datetime
 import hashlib
 import json
+import os
 import pathlib
+import stat
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +67,7 @@ def ingest_docs(
     workers=None,
     include=(),
     root=None,
+    roots=None,
 ):
     """Ingest files, folders and globs into ``db``; the engine behind every face.
 
@@ -77,9 +80,11 @@ def ingest_docs(
     ``include`` (``"index"``, ``"search"``, ``"code"``); a stored copy of one is deleted.
     Files are loaded, de-duplicated and chunked in a second process while this one embeds
     and writes (``workers=0`` keeps everything here); ``workers`` is passed on to
-    ``extract_and_link``. ``root``: the folder relative paths and breadcrumbs start from
-    when ``paths`` lists files picked out of it (by default, the folder given or the
-    file's own).
+    ``extract_and_link``. ``roots`` are the folders relative paths, preludes and
+    breadcrumbs start from when ``paths`` lists files picked out of them (``root``: one
+    such folder; default: the folder arguments, or a file's own); special files (FIFOs,
+    sockets, devices, links that leave their folder) are reported in ``errors`` without
+    being opened.
     Returns an ``IngestResult``.
     """
     started = _now()
@@ -129,7 +134,7 @@ def ingest_docs(
             f"unknown page kinds to include: {', '.join(sorted(unknown))}; "
             f"choose from {', '.join(GENERATED_KINDS)}"
         )
-    roots = [str(root)] if root is not None else [str(p) for p in paths]
+    roots = [str(p) for p in ([root] if root is not None else roots or paths)]
     loader_state = (NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include))
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
@@ -188,6 +193,9 @@ def _start_loader(duplicates, skip_if_seen, known, paths, include):
 def _prepare_file(path):
     """Read, load, de-duplicate and chunk one file: ``(path, outcome, value)``."""
     key = str(path)
+    reason = special_file(path, _LOADER["paths"])
+    if reason:
+        return path, "error", reason
     try:
         data = path.read_bytes()
     except OSError as ex:
@@ -252,8 +260,8 @@ def _root_for(path, paths):
     return path.resolve().parent
 
 
-def _write_document(db, document, chunks, vectors, tags):
-    meta = {
+def _meta(document, tags):
+    return {
         "format": document.format,
         "kind": document.kind,
         "lang": document.lang,
@@ -262,6 +270,10 @@ def _write_document(db, document, chunks, vectors, tags):
         "tags": sorted(set(document.tags) | set(tags)),
         "hash": document.hash,
     }
+
+
+def _write_document(db, document, chunks, vectors, tags):
+    meta = _meta(document, tags)
     values = [
         document.path, "file", document.mtime_ms, json.dumps(meta), document.title,
         document.hash, document.size, _now(),
@@ -271,6 +283,7 @@ def _write_document(db, document, chunks, vectors, tags):
         row = conn.execute("select id from docs where path = ?", [document.path]).fetchone()
         if row:
             doc_id = row[0]
+            release_extraction(db, [doc_id])
             conn.execute("delete from chunks where doc_id = ?", [doc_id])
             conn.execute(
                 "update docs set path = ?, source = ?, mtime_ms = ?, meta = ?, title = ?, "
@@ -315,16 +328,177 @@ def prune_missing(db, paths, found):
     if not folders:
         return 0
     gone = [
-        (doc_id, path)
+        doc_id
         for doc_id, path in db.execute("select id, path from docs").fetchall()
         if path not in found
         and any(path.startswith(folder.rstrip("/") + "/") for folder in folders)
         and not pathlib.Path(path).exists()
     ]
+    return purge_documents(db, gone)
+
+
+def purge_documents(db, doc_ids):
+    """Delete documents with everything that came from them, in one transaction: chunks,
+    vectors, mentions, evidence, relations left without evidence, and entities nothing
+    mentions any more (with their relations and vectors). Returns how many were deleted."""
+    doc_ids = list(doc_ids)
+    if not doc_ids:
+        return 0
     with db.atomic():
-        for doc_id, _ in gone:
-            db.execute("delete from docs where id = ?", [doc_id])
-    return len(gone)
+        release_extraction(db, doc_ids)
+        db.conn.execute(
+            "delete from docs where id in (select value from json_each(?))", [json.dumps(doc_ids)]
+        )
+    return len(doc_ids)
+
+
+def release_extraction(db, doc_ids):
+    """Take back what extraction stored for documents whose chunks are about to go.
+
+    Their mentions and relation evidence are deleted (a relation left without evidence
+    goes with it, by trigger), the entities they mentioned lose that popularity, and those
+    no other document mentions are deleted with their relations and vectors; relations
+    that keep other evidence get their weight and confidence from what remains. The
+    documents are marked as not extracted. Call inside the caller's transaction.
+    """
+    conn = db.conn
+    ids = json.dumps(list(doc_ids))
+    in_docs = "doc_id in (select value from json_each(?))"
+    counts = conn.execute(
+        f"select entity_id, count(*) from mentions where {in_docs} and entity_id is not null "
+        "group by entity_id",
+        [ids],
+    ).fetchall()
+    relations = [
+        r for (r,) in conn.execute(f"select distinct relation_id from relation_evidence where {in_docs}", [ids])
+    ]
+    conn.execute(f"delete from relation_evidence where {in_docs}", [ids])
+    conn.execute(f"delete from mentions where {in_docs}", [ids])
+    conn.executemany(
+        "update entities set popularity = popularity - ? where id = ?", [(n, e) for e, n in counts]
+    )
+    mentioned = json.dumps([e for e, _ in counts])
+    conn.execute(
+        "delete from entities where id in (select value from json_each(?)) and not exists "
+        "(select 1 from mentions m where m.entity_id = entities.id)",
+        [mentioned],
+    )
+    conn.execute(
+        "update relations set weight = (select round(total(confidence), 4) from relation_evidence e "
+        "where e.relation_id = relations.id), confidence = coalesce((select max(confidence) from "
+        "relation_evidence e where e.relation_id = relations.id), confidence), chunk_id = coalesce("
+        "(select chunk_id from relation_evidence e where e.relation_id = relations.id and "
+        "e.chunk_id = relations.chunk_id and e.doc_id not in (select value from json_each(?))), "
+        "(select chunk_id from relation_evidence e where e.relation_id = relations.id "
+        "order by confidence desc, id limit 1)) where id in (select value from json_each(?))",
+        [ids, json.dumps(relations)],
+    )
+    conn.execute("update docs set extracted_hash = null where id in (select value from json_each(?))", [ids])
+
+
+def purge_orphans(db):
+    """Delete entities no mention links to, with their relations and vectors (call inside
+    a transaction); returns how many. Earlier versions left them behind after a prune."""
+    return db.conn.execute(
+        "delete from entities where not exists (select 1 from mentions m where m.entity_id = entities.id)"
+    ).rowcount
+
+
+def orphaned_entities(db):
+    """How many entities no mention links to."""
+    return db.execute(
+        "select count(*) from entities where not exists "
+        "(select 1 from mentions m where m.entity_id = entities.id)"
+    ).fetchone()[0]
+
+
+def move_document(db, old_path, new_path, *, roots=None):
+    """Give a stored document the path its file was renamed to, without extracting again.
+
+    When the file at ``new_path`` holds what was stored for ``old_path`` (same hash, same
+    title, the same chunk texts), the document keeps its id, chunks, mentions and
+    relations: only its path, metadata, chunk preludes and chunk vectors change. Returns
+    False, changing nothing, when there is no such document or the content differs: the
+    caller then indexes ``new_path`` and purges ``old_path``.
+    """
+    old_path, new_path = os.path.abspath(old_path), os.path.abspath(new_path)
+    row = db.execute("select id, hash, title from docs where path = ?", [old_path]).fetchone()
+    if row is None or special_file(new_path, roots or [os.path.dirname(new_path)]):
+        return False
+    doc_id, digest, title = row
+    try:
+        data = pathlib.Path(new_path).read_bytes()
+    except OSError:
+        return False
+    if hashlib.sha256(data).hexdigest() != digest:
+        return False
+    path = pathlib.Path(new_path)
+    try:
+        document = load_document(path, root=_root_for(path, [str(r) for r in roots or []]), data=data)
+    except LoadError:
+        return False
+    chunks = chunk_document(document)
+    stored = db.execute("select id, seq, content from chunks where doc_id = ? order by seq", [doc_id]).fetchall()
+    if document.title != title or [(s, c) for _, s, c in stored] != [(c.seq, c.text) for c in chunks]:
+        return False
+    vectors = chunk_vectors(embedder_for(db), chunks) if chunks else []
+    meta = _meta(document, json.loads(db.execute("select meta from docs where id = ?", [doc_id]).fetchone()[0] or "{}").get("tags", []))
+    chunk_ids = [chunk_id for chunk_id, _, _ in stored]
+    with db.atomic():
+        existing = db.execute("select id from docs where path = ?", [new_path]).fetchone()
+        if existing:
+            purge_documents(db, [existing[0]])
+        db.conn.execute(
+            "update docs set path = ?, mtime_ms = ?, meta = ?, ingested_at = ? where id = ?",
+            [new_path, document.mtime_ms, json.dumps(meta), _now(), doc_id],
+        )
+        db.conn.executemany(
+            "update chunks set prelude = ? where id = ?",
+            [(chunk.prelude, chunk_id) for chunk, chunk_id in zip(chunks, chunk_ids)],
+        )
+        if chunks:
+            write_embeddings(db, "chunks", chunk_ids, vectors, [chunk.embed_text for chunk in chunks])
+    return True
+
+
+SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def special_file(path, roots=()):
+    """Why ``path`` is not a file to read, found without opening it, or None.
+
+    FIFOs, sockets and devices are never opened (a FIFO would block the reader); a
+    symbolic link is followed only when its target stays inside the folder of ``roots``
+    the link was found under.
+    """
+    path = os.path.abspath(path)
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None  # gone or unreadable: reading it says so
+    if stat.S_ISLNK(info.st_mode):
+        target = os.path.realpath(path)
+        folder = next(
+            (r for r in map(os.path.abspath, map(str, roots)) if path.startswith(r.rstrip("/") + "/")),
+            os.path.dirname(path),
+        )
+        real_folder = os.path.realpath(folder)
+        if not target.startswith(real_folder.rstrip("/") + "/"):
+            return f"skipped: a symbolic link to {target}, outside {folder}; graphrag only follows links that stay inside the folder"
+        try:
+            info = os.stat(path)
+        except OSError:
+            return f"skipped: a broken symbolic link (to {target}); fix or remove the link"
+    for test, kind in SPECIAL_KINDS:
+        if test(info.st_mode):
+            return f"skipped: {kind}, not a regular file; graphrag reads only regular files and never opens these"
+    return None
 
 
 def _record_run(db, started, paths, result):

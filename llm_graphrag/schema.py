@@ -399,3 +399,12 @@ def m003_fts_update_of_indexed_columns(db):
             f'  INSERT INTO "{table}_fts" (rowid, {names}) VALUES (new.rowid, {new});\n'
             "END"
         )
+
+
+@migrations()
+def m004_indexes_for_deletes(db):
+    """Indexes that deleting a document needs: ``relations.chunk_id`` (set to null with its
+    chunk) and ``relation_evidence.doc_id`` (deleted with its document) were found by full
+    scans, a tenth of a second per chunk on python3.11-doc (195,234 relations)."""
+    db.execute("CREATE INDEX IF NOT EXISTS idx_relations_chunk ON relations(chunk_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS idx_relation_evidence_doc ON relation_evidence(doc_id)")

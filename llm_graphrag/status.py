@@ -1,14 +1,20 @@
 """The ``status`` tool: what a graphrag database holds and how it was last updated."""
 
 import json
+import os
 
 from .schema import VECTOR_INDEXES, get_setting, schema_version
 
 COUNTED_TABLES = ("docs", "chunks", "mentions", "entities", "relations", "embeddings")
 
 
-def status(db):
-    """Counts per table, the embedding model, the schema version and the last ingest."""
+def status(db, watcher=None):
+    """Counts per table, the embedding model, the schema version and the last ingest.
+
+    With a watcher running on the database (``watcher``, a ``watch.Watcher`` in this
+    process, or the state another process's watcher keeps in ``graphrag_settings``):
+    its queue depth, last file, last error and ingest rate (seed 004 §15).
+    """
     counts = {table: db[table].count for table in COUNTED_TABLES}
     for table, _, _ in VECTOR_INDEXES.values():
         counts[table] = db.execute(f"select count(*) from {table}").fetchone()[0]
@@ -27,6 +33,17 @@ def status(db):
     last_file = db.execute(
         "select path from docs order by ingested_at desc, id desc limit 1"
     ).fetchone()
+    from .ingest import orphaned_entities
+
+    watching = watcher.live_state() if watcher is not None else _watcher_state(db)
+    queue_depth = 0
+    ingest_rate = None
+    if watching:
+        if watching["running"]:
+            queue_depth = watching["queue_depth"]
+        last_file = [watching["last_file"]] if watching["last_file"] else last_file
+        last_error = watching["last_error"] or last_error
+        ingest_rate = watching["ingest_rate"]
     return {
         "counts": counts,
         "embedding_model": get_setting(db, "embedding_model"),
@@ -35,5 +52,28 @@ def status(db):
         "last_ingest": last_ingest,
         "last_file": last_file[0] if last_file else None,
         "last_error": last_error,
-        "queue_depth": 0,
+        "queue_depth": queue_depth,
+        "orphaned_entities": orphaned_entities(db),
+        "ingest_rate": ingest_rate,
+        "watcher": watching,
     }
+
+
+def _watcher_state(db):
+    """The state a watcher keeps in the database; not running when its process is gone."""
+    from .watch import WATCHER_SETTING
+
+    state = get_setting(db, WATCHER_SETTING)
+    if state and state.get("running") and not _alive(state.get("pid")):
+        state["running"] = False
+    return state
+
+
+def _alive(pid):
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, TypeError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
