@@ -394,6 +394,14 @@ def release_extraction(db, doc_ids):
         [ids, json.dumps(relations)],
     )
     conn.execute("update docs set extracted_hash = null where id in (select value from json_each(?))", [ids])
+    # What the corpus decides of the entities that lost mentions (their names, whether
+    # they are generic, their co-occurrence edges) may change with them.
+    survivors = [e for e, _ in counts]
+    if survivors:
+        from .extract import load_settings
+        from .refine import refine_graph
+
+        refine_graph(db, load_settings(db), entity_ids=survivors)
 
 
 def purge_orphans(db):

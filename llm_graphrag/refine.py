@@ -44,13 +44,14 @@ def stop_words():
     return frozenset(w.lower() for w in get_stop_words("en"))
 
 
-def refine_graph(db, settings, doc_ids=None):
+def refine_graph(db, settings, doc_ids=None, entity_ids=None):
     """Run every refinement over ``db`` (inside the caller's transaction); returns counts.
 
     ``doc_ids`` limits it to the entities those documents mention (and their edges), for
-    a small update of a large graph; ``None`` refines the whole graph.
+    a small update of a large graph; ``entity_ids`` to those entities (ones that lost
+    mentions when a document went); neither refines the whole graph.
     """
-    _set_scope(db, doc_ids)
+    _set_scope(db, doc_ids, entity_ids)
     try:
         result = {"generic_entities": drop_generic_entities(db)}
         mode = getattr(settings, "cooccurrence", "significant")
@@ -61,9 +62,12 @@ def refine_graph(db, settings, doc_ids=None):
     return result
 
 
-def _set_scope(db, doc_ids):
+def _set_scope(db, doc_ids, entity_ids=None):
     db.conn.execute("drop table if exists temp.refine_scope")
     db.conn.execute("create temp table refine_scope (entity_id integer primary key)")
+    if entity_ids is not None:
+        db.conn.executemany("insert or ignore into temp.refine_scope values (?)", [(e,) for e in entity_ids])
+        return
     if doc_ids is None:
         db.conn.execute("insert into temp.refine_scope select id from entities")
         return

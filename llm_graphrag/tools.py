@@ -148,6 +148,28 @@ def call_tool(db, name, arguments=None):
     return TOOLS[name](db, arguments)
 
 
+def mcp_output_schema(tool):
+    """``tool.output_schema`` as MCP servers declare it: local ``$defs`` references replaced
+    by the definitions themselves (the SDK resolves ``#/$defs/...`` against schemas of its
+    own, and fails on ours: seed 000's ``deep_research`` schema has them), ``$id`` dropped."""
+    schema = tool.output_schema
+    definitions = schema.get("$defs")
+    if not definitions:
+        return schema
+
+    def inline(node):
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return inline(definitions[ref.rsplit("/", 1)[1]])
+        return {key: inline(value) for key, value in node.items() if key not in ("$defs", "$id")}
+
+    return inline(schema)
+
+
 def mcp_tool(tool, call, extra_properties=None):
     """``(fn, options)`` that put ``tool`` on an MCP SDK server: ``server.add_tool(fn, **options)``.
 
@@ -164,10 +186,12 @@ def mcp_tool(tool, call, extra_properties=None):
     from mcp.types import ToolAnnotations
     from pydantic import Field, RootModel, WithJsonSchema
 
+    output_schema = mcp_output_schema(tool)
+
     class Output(RootModel[dict[str, Any]]):
         @classmethod
         def __get_pydantic_json_schema__(cls, core_schema, handler):
-            return tool.output_schema
+            return output_schema
 
     Output.__name__ = Output.__qualname__ = f"{tool.name}_output"
     types = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
