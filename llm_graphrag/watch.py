@@ -278,7 +278,7 @@ class Watcher:
                 db, present, tags=self.tags, roots=self.folders, workers=self.workers,
                 progress=self._check_stop,
             )
-            self._record(result)
+            self._record(result, present)
             self.state["last_file"] = present[-1]
         self.state["last_batch"] = {
             "paths": len(paths), "seconds": round(time.monotonic() - started, 3), "at": _now()
@@ -301,9 +301,14 @@ class Watcher:
                 found |= {os.path.join(dirpath, n) for n in filenames}
         return stored | {p for p in found if self.wanted(p)}
 
-    def _record(self, result):
+    def _record(self, result, paths=()):
         self.state["files_processed"] += result.ingested
         self.state["chunks_written"] += result.chunks
+        failed = {str(error.get("path")) for error in result.errors}
+        last = self.state["last_error"]
+        if last and last.get("path") in {str(p) for p in paths} - failed:
+            # That file was caught half-written (an empty file being copied): it is fine now.
+            self.state["last_error"] = None
         for error in result.errors:
             if str(error.get("error", "")).startswith("skipped:"):
                 self._skip(error["path"], error["error"])

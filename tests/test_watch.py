@@ -89,10 +89,19 @@ def snapshot(db):
 
 
 # What does not depend on the order documents were linked in, and what does.
-ORDER_FREE = ("docs", "chunks", "embeddings:chunks", "chunk_vec", "chunks_fts", "gazetteer_terms", "mention_spans")
+ORDER_FREE = ("docs", "chunks", "embeddings:chunks", "chunk_vec", "chunks_fts", "gazetteer_terms")
 LINKED = (
-    "entities", "mentions", "relations", "relation_evidence", "entities_fts", "relations_fts",
+    "mention_spans", "entities", "mentions", "relations", "relation_evidence", "entities_fts", "relations_fts",
     "embeddings:entities", "entity_vec", "embeddings:facts", "fact_vec",
+)
+
+
+REFINED_INCREMENTALLY = (
+    "corpus-level refinement (refine.py) deletes what only the corpus seen so far makes "
+    "generic: a compound's head seen on its own only in a later document, or a word common "
+    "in the documents indexed so far, loses its entity and mentions for good, where a clean "
+    "ingest of the folder keeps them (and the other way round); deletions cannot be taken back "
+    "without extracting again."
 )
 
 
@@ -188,8 +197,7 @@ def test_documents_chunks_and_chunk_vectors_equal_a_clean_ingest(live_and_clean)
     "confidences, weights and evidence, from the entities linked before; a symmetric relation's "
     "direction from its entities' ids (extract._add_relation); weights are float sums in "
     "linking order. Documents indexed as events come link in another order than a clean "
-    "ingest of the folder. (Purging, and indexing one at a time in the clean order, give "
-    "equal tables: test_purge_and_one_at_a_time_equal_a_clean_ingest.)",
+    "ingest of the folder. And " + REFINED_INCREMENTALLY,
 )
 def test_linked_tables_equal_a_clean_ingest(live_and_clean):
     live, clean = snapshot(live_and_clean["live"]), snapshot(live_and_clean["clean"])
@@ -218,7 +226,24 @@ def test_purge_and_one_at_a_time_equal_a_clean_ingest(tmp_path):
     assert left == dict.fromkeys(left, 0)
     for path in sorted(folder.iterdir()):
         ingest_docs(one, [str(path)], roots=[str(folder)], workers=0)
-    assert snapshot(one) == snapshot(clean)
+    one_at_a_time, whole = snapshot(one), snapshot(clean)
+    for table in ORDER_FREE:
+        assert one_at_a_time[table] == whole[table], table
+
+
+@pytest.mark.xfail(strict=True, reason=REFINED_INCREMENTALLY)
+def test_one_at_a_time_equals_a_clean_ingest_in_linked_tables(tmp_path):
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for source in (A, B, C, D, E):
+        shutil.copy(source, folder / source.name)
+    clean = open_database(tmp_path / "clean.db")
+    ingest_docs(clean, [str(folder)], workers=0)
+    one = open_database(tmp_path / "one.db")
+    for path in sorted(folder.iterdir()):
+        ingest_docs(one, [str(path)], roots=[str(folder)], workers=0)
+    one_at_a_time, whole = snapshot(one), snapshot(clean)
+    assert {t for t in LINKED if one_at_a_time[t] != whole[t]} == set()
 
 
 def test_prune_purges_orphaned_entities(tmp_path):
