@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import re
+import threading
 import time
 import urllib.parse
 
@@ -102,6 +103,21 @@ class Store:
             self.meta_key, mapping={k: json.dumps(v) for k, v in values.items()}
         )
 
+    def set_term_counts(self, counts):
+        """Replace the full-text term → chunk count hash, at once for readers."""
+        pipe = self.client.connection.pipeline(transaction=True)
+        pipe.delete(self.meta_key + ":df")
+        items = list(counts.items())
+        for start in range(0, len(items), 10_000):
+            pipe.hset(self.meta_key + ":df", mapping=dict(items[start : start + 10_000]))
+        pipe.execute()
+
+    def term_counts(self, terms):
+        if not terms:
+            return {}
+        values = self.client.connection.hmget(self.meta_key + ":df", list(terms))
+        return {t: int(v or 0) for t, v in zip(terms, values)}
+
     def exists(self):
         return self.name in self.client.list_graphs()
 
@@ -127,7 +143,7 @@ RANGE_INDEXES = [
     "CREATE INDEX FOR ()-[r:RELATES]->() ON (r.id)",
 ]
 SEARCH_INDEXES = [
-    "CALL db.idx.fulltext.createNodeIndex({label: 'Chunk', stopwords: []}, 'content', 'section')",
+    "CALL db.idx.fulltext.createNodeIndex({label: 'Chunk', stopwords: []}, 'content', 'section', 'fts_tokens')",
     "CALL db.idx.fulltext.createNodeIndex({label: '__Entity__', stopwords: []}, 'name', 'search_names')",
     "CREATE VECTOR INDEX FOR (c:Chunk) ON (c.embedding) "
     "OPTIONS {dimension: $dim, similarityFunction: 'cosine'}",
@@ -221,6 +237,7 @@ class Snapshot:
             r["evidence_docs"] = evidence.get(r["id"], [])
             self.relations[r["id"]] = r
         self.fact_vectors = _vectors(db, "facts")
+        self.fts, self.fts_df, self.fts_stats = _fts_terms(db)
 
     def fingerprints(self):
         docs = {}
@@ -233,6 +250,28 @@ class Snapshot:
         }
         relations = {str(i): _digest(r, self.fact_vectors.get(i)) for i, r in self.relations.items()}
         return {"docs": docs, "entities": entities, "relations": relations}
+
+
+def _fts_terms(db):
+    """The chunks' full-text terms as SQLite's FTS5 index holds them (porter stems):
+    ``{chunk id: (terms, counts, length)}``, each term's row count and the totals, so
+    FalkorDB can score keyword matches with FTS5's own BM25."""
+    for name, kind in (("instance", "instance"), ("row", "row")):
+        db.execute(
+            f"create virtual table if not exists temp.graphrag_chunks_fts_{name} "
+            f"using fts5vocab(main, 'chunks_fts', '{kind}')"
+        )
+    per_chunk = {}
+    for chunk_id, term, count in db.execute(
+        "select doc, term, count(*) from temp.graphrag_chunks_fts_instance group by doc, term"
+    ):
+        terms, counts, _ = per_chunk.setdefault(chunk_id, ([], [], 0))
+        terms.append(term)
+        counts.append(count)
+    fts = {i: (terms, counts, sum(counts)) for i, (terms, counts, _) in per_chunk.items()}
+    df = dict(db.execute("select term, doc from temp.graphrag_chunks_fts_row"))
+    rows = db.execute("select count(*) from chunks_fts").fetchone()[0]
+    return fts, df, {"rows": rows, "tokens": sum(length for _, _, length in fts.values())}
 
 
 def _batches(items, size=BATCH):
@@ -337,7 +376,7 @@ def _sync(db, store, url, progress, full, start):
             store.query(
                 "UNWIND $rows AS r MATCH (d:Document {id: r.doc_id}) "
                 "CREATE (d)-[:PART_OF]->(c:Chunk) SET c = r",
-                {"rows": [{k: v for k, v in c.items() if v is not None} for c in part]},
+                {"rows": [_chunk_props(snap, c) for c in part]},
             )
             _set_vectors(store, "MATCH (c:Chunk {id: r.id})", "c.embedding", ids, snap.chunk_vectors)
             counts["chunks"] += len(part)
@@ -376,6 +415,7 @@ def _sync(db, store, url, progress, full, start):
         _set_vectors(store, "MATCH ()-[x:RELATES {id: r.id}]->()", "x.fact_embedding", batch, snap.fact_vectors)
         report(len(batch))
     ensure_indexes(store, SEARCH_INDEXES, dimensions)
+    store.set_term_counts(snap.fts_df)
     store.set_meta(_meta(db, snap))
     all_state[target] = new
     set_setting(db, STATE_SETTING, all_state)
@@ -410,6 +450,15 @@ def _entity_props(snap, entity_id):
     return {"id": entity_id, "props": props}
 
 
+def _chunk_props(snap, chunk):
+    """A chunk's properties, with its FTS5 terms: ``fts_tokens`` (full-text indexed),
+    ``fts_terms`` and ``fts_counts`` (parallel lists) and ``fts_length``."""
+    props = {k: v for k, v in chunk.items() if v is not None}
+    terms, counts, length = snap.fts.get(chunk["id"], ([], [], 0))
+    props.update(fts_tokens=" ".join(terms), fts_terms=terms, fts_counts=counts, fts_length=length)
+    return props
+
+
 def _doc_props(doc):
     return {k: v for k, v in doc.items() if v is not None and k != "id"}
 
@@ -432,6 +481,7 @@ def _meta(db, snap):
         "last_file": info["last_file"],
         "last_error": info["last_error"],
         "retrieval": get_setting(db, "retrieval", {}) or {},
+        "fts": snap.fts_stats,
         "max_chunk_id": max((c["id"] for cs in snap.chunks.values() for c in cs), default=0),
         "mention_rows": sum(d["mention_count"] for d in snap.docs.values()),
         "embedding_rows": len(snap.chunk_vectors) + len(snap.entity_vectors) + len(snap.fact_vectors),
@@ -887,10 +937,29 @@ class FalkorTools:
         return state.result(weights)
 
 
-def _search_expression(words, prefix=False):
-    """A RediSearch query matching any of ``words`` (letters and digits only)."""
-    star = "*" if prefix else ""
-    return "|".join(f"{w}{star}" for w in words)
+_TOKENIZER = threading.local()
+
+
+def fts_tokens(words):
+    """Each word as SQLite's ``porter`` tokenizer indexes it (a list per word), from an
+    in-memory FTS5 table: the tokens chunks are matched and scored by."""
+    conn = getattr(_TOKENIZER, "conn", None)
+    if conn is None:
+        from .db import sqlite3
+
+        conn = _TOKENIZER.conn = sqlite3.connect(":memory:")
+        conn.execute("create virtual table words using fts5(word, tokenize = 'porter')")
+        conn.execute("create virtual table tokens using fts5vocab(words, instance)")
+    conn.execute("delete from words")
+    conn.executemany("insert into words (rowid, word) values (?, ?)", list(enumerate(words)))
+    out = [[] for _ in words]
+    for doc, term in conn.execute("select doc, term from tokens order by doc, offset"):
+        out[doc].append(term)
+    return out
+
+
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 
 _EMBEDDERS = {}
@@ -906,14 +975,48 @@ class _FalkorQuery(_Query):
         self.tools = tools
         self.read = tools.read
 
+    def bm25_search(self, groups, limit):
+        """``[(chunk id, score)]``: FTS5's ``bm25`` for the chunks holding a token of every
+        group, best first. Each token of each group is one phrase of the score, as in
+        FTS5's ``("a" OR "b") AND ("a" OR "b" OR "c")``. RediSearch finds the chunks
+        through ``fts_tokens``; their counts give the score."""
+        if not groups or not all(groups):
+            return []
+        phrases = [t for g in groups for t in g]
+        groups = [sorted(set(g)) for g in groups]
+        expression = " ".join("@fts_tokens:(" + "|".join(g) + ")" for g in groups)
+        rows = self.read(
+            "CALL db.idx.fulltext.queryNodes('Chunk', $q) YIELD node "
+            "RETURN node.id, node.fts_length, [i IN range(0, size(node.fts_terms) - 1) "
+            "WHERE node.fts_terms[i] IN $terms | [node.fts_terms[i], node.fts_counts[i]]]",
+            {"q": expression, "terms": sorted(set(phrases))},
+        )
+        stats = self.tools.meta.get("fts") or {}
+        total = stats.get("rows") or 1
+        average = (stats.get("tokens") or 1) / total
+        idf = {}
+        for term, n in self.tools.store.term_counts(sorted(set(phrases))).items():
+            value = math.log((total - n + 0.5) / (n + 0.5))
+            idf[term] = value if value > 0 else 1e-6
+        scored = []
+        for chunk_id, length, pairs in rows:
+            counts = dict(pairs)
+            if not all(any(t in counts for t in g) for g in groups):
+                continue
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * (length or 0) / average)
+            score = 0.0
+            for term in phrases:
+                w = counts.get(term, 0)
+                score += idf[term] * (w * (BM25_K1 + 1)) / (w + norm)
+            scored.append((score, chunk_id))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return [(chunk_id, score) for score, chunk_id in scored[:limit]]
+
     def keyword_search(self):
         if not self.words:
             return
-        rows = self.read(
-            "CALL db.idx.fulltext.queryNodes('Chunk', $q) YIELD node, score "
-            "RETURN node.id, score ORDER BY score DESC, node.id LIMIT $k",
-            {"q": _search_expression(self.words), "k": self.options.fts_candidates},
-        )
+        tokens = [t for word in fts_tokens(self.words) for t in word]
+        rows = self.bm25_search([tokens], self.options.fts_candidates)
         self.bm25 = {row[0]: (rank, row[1]) for rank, row in enumerate(rows)}
 
     @property
@@ -1065,15 +1168,12 @@ class _FalkorQuery(_Query):
         rest = [w for w in self.words if _lemma(w) not in seed_lemmas]
         if not bridge:
             return {}
-        expression = f"({_search_expression(bridge)})"
+        bridge_tokens = [t for word in fts_tokens(bridge) for t in word]
+        groups = [bridge_tokens]
         if rest:
-            expression += f" ({_search_expression(bridge + rest)})"
+            groups.append(bridge_tokens + [t for word in fts_tokens(rest) for t in word])
         scores = {}
-        for chunk_id, score in self.read(
-            "CALL db.idx.fulltext.queryNodes('Chunk', $q) YIELD node, score "
-            "RETURN node.id, score ORDER BY score DESC, node.id LIMIT $k",
-            {"q": expression, "k": self.options.term_candidates},
-        ):
+        for chunk_id, score in self.bm25_search(groups, self.options.term_candidates):
             scores[chunk_id] = score
             if chunk_id not in candidates or candidates[chunk_id]["factor"] < 1.0:
                 candidates[chunk_id] = {
