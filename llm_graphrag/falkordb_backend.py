@@ -11,7 +11,8 @@ mentions), entity and relation is kept in the SQLite file's ``falkordb_sync`` se
 target, and only what differs is written or deleted.
 
 Database-wide values the tools need (embedding model, the last ingest, retrieval
-settings) live in a Redis hash ``graphrag:<graph>`` beside the graph, not in it.
+settings) live in a Redis hash ``graphrag:<graph>`` beside the graph, not in it, and the
+FTS5 term postings keyword search scores with in ``graphrag:<graph>:postings``.
 
 ``open(url)`` returns ``FalkorTools``: the read tools with the same JSON as the SQLite
 ones, computed by the same scoring code (``graph.py`` helpers, ``retrieval._Query``
@@ -545,10 +546,6 @@ def open(url):  # noqa: A001 - the backend seam's name
             f"'llm graphrag sync {url} -d graphrag.db'"
         )
     return FalkorTools(store)
-
-
-def _entity_row(node):
-    return {k: node.get(k) for k in ("id", "name", "type", "aliases", "popularity", "description", "norm", "status")}
 
 
 class FalkorTools:
