@@ -1,5 +1,6 @@
 """JSON endpoints that follow the tool contracts: ``/<database>/-/graphrag/<tool>``."""
 
+import asyncio
 import json
 import os
 import re
@@ -80,6 +81,27 @@ def check_ingest_roots(datasette, paths):
     return None
 
 
+def backend_url(datasette, database):
+    """The plugin's ``backend`` setting for ``database``: one URL for every graphrag
+    database, or ``{database: URL}``; None answers from the SQLite file."""
+    backend = (datasette.plugin_config(PLUGIN) or {}).get("backend")
+    if isinstance(backend, dict):
+        return backend.get(database)
+    return backend
+
+
+async def call_backend(url, name, arguments):
+    """Run a read tool against a backend server, off the event loop."""
+    from llm_graphrag.backends import BackendError, call_backend_tool
+
+    try:
+        return await asyncio.get_running_loop().run_in_executor(
+            None, call_backend_tool, url, name, arguments
+        )
+    except BackendError as ex:
+        raise ToolRequestError(str(ex), 502)
+
+
 class ToolRequestError(Exception):
     """A tool call refused before or while running, with its HTTP status."""
 
@@ -129,6 +151,9 @@ async def run_tool(datasette, actor, database, name, arguments):
     try:
         tool.arguments(arguments)  # validate before touching the database
         if tool.read_only:
+            backend = backend_url(datasette, db.name)
+            if backend:
+                return await call_backend(backend, name, arguments)
             return await db.execute_fn(lambda conn: call_tool(wrap_connection(conn), name, arguments))
         if not await compat.allowed(datasette, actor, WRITE_PERMISSION, db.name):
             raise ToolRequestError(f"{name} needs the {WRITE_PERMISSION} permission", 403)

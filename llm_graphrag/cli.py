@@ -30,6 +30,23 @@ def workers_option(fn):
     )(fn)
 
 
+def backend_option(fn):
+    """``--backend URL``: answer from a graph server synced with ``llm graphrag sync``."""
+
+    def remember(ctx, param, value):
+        ctx.meta["graphrag.backend"] = value
+
+    return click.option(
+        "--backend",
+        metavar="URL",
+        envvar="LLM_GRAPHRAG_BACKEND",
+        expose_value=False,
+        callback=remember,
+        help="Answer from this backend instead of the database, e.g. "
+        "falkordb://localhost:6379/graphrag (see 'llm graphrag sync')",
+    )(fn)
+
+
 def json_option(fn):
     return click.option("--json", "as_json", is_flag=True, help="Print the tool's JSON")(fn)
 
@@ -43,6 +60,12 @@ def friendly_errors(fn):
             return fn(*args, **kwargs)
         except (ChangedMeanwhile, ExtensionsUnavailable, ModelUnavailable, FileNotFoundError) as ex:
             raise click.ClickException(str(ex))
+        except Exception as ex:
+            from .backends import BackendError
+
+            if isinstance(ex, BackendError):
+                raise click.ClickException(str(ex))
+            raise
 
     return wrapper
 
@@ -189,6 +212,7 @@ def ingest(
 
 @graphrag.command()
 @database_option
+@backend_option
 @json_option
 @friendly_errors
 def status(database, as_json):
@@ -199,13 +223,12 @@ def status(database, as_json):
         llm graphrag status -d graphrag.db
         llm graphrag status -d graphrag.db --json
     """
-    from .status import status as status_tool
-
-    info = status_tool(open_database(database, create=False))
+    info = run_tool(database, "status", {})
     if as_json:
         echo_json(info)
         return
-    click.echo(f"Database: {database}")
+    backend = click.get_current_context().meta.get("graphrag.backend")
+    click.echo(f"Backend: {backend}" if backend else f"Database: {database}")
     click.echo(f"Schema version: {info['schema_version']}")
     click.echo(f"Embedding model: {info['embedding_model']} ({info['dimensions']} dimensions)")
     for table, count in info["counts"].items():
@@ -264,8 +287,13 @@ def run_tool(database, name, arguments):
     """Call a tool against a database, turning its errors into CLI errors."""
     from .tools import ToolInputError, ToolNotFound, call_tool
 
-    db = open_database(database, create=False)
+    backend = click.get_current_context().meta.get("graphrag.backend")
     try:
+        if backend:
+            from .backends import call_backend_tool
+
+            return call_backend_tool(backend, name, {k: v for k, v in arguments.items() if v is not None})
+        db = open_database(database, create=False)
         return call_tool(db, name, {k: v for k, v in arguments.items() if v is not None})
     except (ToolInputError, ToolNotFound) as ex:
         raise click.ClickException(str(ex))
@@ -288,6 +316,7 @@ def split_list(value):
     show_default=True,
     help="Retrieval mode: graph is hybrid plus graph expansion",
 )
+@backend_option
 @json_option
 @friendly_errors
 def query(text, database, k, hops, rels, mode, as_json):
@@ -326,6 +355,7 @@ def query(text, database, k, hops, rels, mode, as_json):
 @database_option
 @click.option("--type", "type_", help="Only entities of this type")
 @click.option("-n", "--limit", type=int, default=10, show_default=True)
+@backend_option
 @json_option
 @friendly_errors
 def lookup(text, database, type_, limit, as_json):
@@ -349,6 +379,7 @@ def lookup(text, database, type_, limit, as_json):
 @click.argument("entity")
 @database_option
 @click.option("--hops", type=int, default=1, show_default=True)
+@backend_option
 @json_option
 @friendly_errors
 def explain(entity, database, hops, as_json):
@@ -396,6 +427,7 @@ def _entity_id(database, entity):
 @click.option("--hops", type=int, default=2, show_default=True, help="At most 2")
 @click.option("-n", "--limit", type=int, default=30, show_default=True)
 @click.option("--mermaid", "as_mermaid", is_flag=True, help="Print mermaid instead")
+@backend_option
 @json_option
 @friendly_errors
 def subgraph(database, doc_id, entities, hops, limit, as_mermaid, as_json):
@@ -429,6 +461,7 @@ def subgraph(database, doc_id, entities, hops, limit, as_mermaid, as_json):
 @click.argument("target")
 @database_option
 @click.option("--max-length", type=int, default=4, show_default=True)
+@backend_option
 @json_option
 @friendly_errors
 def path(source, target, database, max_length, as_json):
@@ -459,6 +492,7 @@ def path(source, target, database, max_length, as_json):
 @click.option("--category", help="Tag or folder name to favour")
 @click.option("--language", help="Only documents in this language, e.g. en")
 @click.option("-n", "--limit", type=int, default=5, show_default=True)
+@backend_option
 @json_option
 @friendly_errors
 def topn(database, entities, category, language, limit, as_json):
@@ -1086,3 +1120,51 @@ def config_(config_file, database, as_json):
     width = max(len(row["key"]) for row in rows)
     for row in rows:
         click.echo(f"{row['key']:<{width}}  {json.dumps(row['value']):<24}  {row['source']}")
+
+
+@graphrag.command()
+@click.argument("url")
+@database_option
+@click.option("--full", is_flag=True, help="Rewrite the whole graph, not only what changed")
+@json_option
+@friendly_errors
+def sync(url, database, full, as_json):
+    """Copy the database to a graph server, writing only what changed since the last sync.
+
+    URL names the server and graph: falkordb://HOST:PORT/GRAPH. The read commands then
+    answer from it with --backend URL.
+
+    \b
+    Example usage:
+        llm graphrag sync falkordb://localhost:6379/graphrag -d graphrag.db
+        llm graphrag query "How do dams create lakes?" --backend falkordb://localhost:6379/graphrag
+    """
+    from .backends import sync as sync_backend
+
+    db = open_database(database, create=False)
+    bar = None
+
+    def progress(done, total):
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="Syncing", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done)
+
+    try:
+        result = sync_backend(db, url, progress=progress, full=full)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if as_json:
+        echo_json(result)
+        return
+    docs = result["documents"]
+    click.echo(
+        f"Synced {database} to {url} in {result['seconds']:.1f}s: documents "
+        f"{docs['added']} added, {docs['updated']} updated, {docs['deleted']} deleted, "
+        f"{docs['unchanged']} unchanged; entities {result['entities']['written']} written, "
+        f"{result['entities']['deleted']} deleted; relations {result['relations']['written']} "
+        f"written, {result['relations']['deleted']} deleted"
+    )
+    click.echo("Graph: " + ", ".join(f"{k} {v:,}" for k, v in result["graph"].items()))
