@@ -34,7 +34,8 @@ from .extraction import (
     subject_mention,
 )
 from .linking import Linker, entity_text
-from .refine import refine_graph
+from .refine import WORD_TYPES as GENERIC_WORD_TYPES
+from .refine import generic_norms, refine_graph
 from .relations import SYMMETRIC, fact_text
 from .schema import VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, triggers_deferred
 
@@ -60,7 +61,9 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     has not been extracted yet). ``progress(path)`` is called once per document.
     ``workers`` processes find mentions and relation candidates while this one links and
     writes (default: one per CPU when the run is large enough, see ``worker_count``; 0
-    does everything here). Returns ``{"mentions": N, "entities_new": N, "relations": N}``.
+    does everything here). Returns ``{"mentions": N, "entities_new": N, "relations": N}``:
+    the documents' mentions and the new entities stored once the graph is refined
+    (``refine.py``), and the relations the documents gave evidence for.
     """
     restore_triggers(db)  # a bulk run that died midway left them out
     settings = load_settings(db)
@@ -72,11 +75,18 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
         bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db))
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
+        last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
         totals = _extract(db, pending, settings, progress, workers)
         # What the whole corpus decides: generic entities, significant co-occurrence,
         # canonical names (a bulk run refines everything, a small one what it touched).
+        doc_ids = [p[0] for p in pending]
         with db.atomic():
-            refine_graph(db, settings, None if bulk else [p[0] for p in pending])
+            refine_graph(db, settings, None if bulk else doc_ids)
+        # What is stored once refined: the documents' mentions, and the entities made.
+        totals["mentions"] = db.execute(
+            "select count(*) from mentions where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
+        ).fetchone()[0]
+        totals["entities_new"] = db.execute("select count(*) from entities where id > ?", [last_entity]).fetchone()[0]
         return totals
 
 
@@ -120,6 +130,7 @@ def _extract(db, pending, settings, progress, workers):
                 "insert into gazetteer_terms (doc_id, norm, term, type) values (?, ?, ?, ?)", rows
             )
     context = ExtractionContext(settings, load_gazetteer(db, settings), embedder)
+    context.generic = generic_norms(db)
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
@@ -365,7 +376,11 @@ def _extract_document(document):
         mentions = []
         for extract in _WORKER["mentions"].values():
             mentions.extend(extract(chunk, context) or ())
-        per_chunk.append(finish_mentions(chunk, mentions, context))
+        found = finish_mentions(chunk, mentions, context)
+        generic = context.generic
+        if generic:  # words the corpus found generic (refine.py) name no entity
+            found = [m for m in found if not (m.type in GENERIC_WORD_TYPES and m.norm in generic)]
+        per_chunk.append(found)
     candidates = []
     for chunk, mentions in zip(chunks, per_chunk):
         found = []

@@ -730,6 +730,7 @@ class ExtractionContext:
         self.embedder = embedder
         self.proper_words = frozenset()
         self.lower_words = None  # None: every word counts as seen in lower case
+        self.generic = frozenset()  # norms of words too common to be entities (refine.py)
         self.cache = {}
         self._analyses = {}
 

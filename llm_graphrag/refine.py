@@ -44,6 +44,22 @@ def stop_words():
     return frozenset(w.lower() for w in get_stop_words("en"))
 
 
+def common_word(word):
+    """Whether ``word`` is a word of general English: one whole token of the bundled
+    embedding model's vocabulary (BERT's, made from word counts of books and an
+    encyclopedia). A name the corpus coined ("ingest-gateway", "tidepool") is no such
+    word, however often the corpus uses it."""
+    return word in _vocabulary()
+
+
+@lru_cache(maxsize=1)
+def _vocabulary():
+    """The whole-word tokens of the bundled model's tokenizer."""
+    from .embeddings import MODEL_DIR, load_static_model
+
+    return frozenset(t for t in load_static_model(MODEL_DIR).tokenizer.get_vocab() if t.isalpha())
+
+
 def refine_graph(db, settings, doc_ids=None, entity_ids=None):
     """Run every refinement over ``db`` (inside the caller's transaction); returns counts.
 
@@ -88,7 +104,8 @@ def _set_scope(db, doc_ids, entity_ids=None):
 def generic_entity_ids(db):
     """Entities that identify nothing: ids, in order.
 
-    A one-word concept or term in the stop-word list or in too many documents, any
+    A one-word concept or term in the stop-word list, or a word of general English
+    (``common_word``) in too many documents, any
     one-word entity whose name is a stop word ("None", "self"), and any entity all of whose
     mentions are heads of a longer phrase (a head is one word: only one-word names are read).
     """
@@ -112,14 +129,41 @@ def generic_entity_ids(db):
             found.append(entity_id)
         elif single and low in words:
             found.append(entity_id)
-        elif single and typ in WORD_TYPES and name.islower() and df >= frequent:
+        elif single and typ in WORD_TYPES and name.islower() and df >= frequent and common_word(low):
             found.append(entity_id)
     return found
 
 
+GENERIC_SETTING = "generic_words"  # norms found generic, kept so that they stay so
+
+
+def generic_norms(db):
+    """Norms of the one-word concepts and terms found generic so far: extraction leaves
+    them out, so an update of a few documents finds them generic as a whole run did."""
+    from .schema import get_setting
+
+    return frozenset(get_setting(db, GENERIC_SETTING, []) or [])
+
+
 def drop_generic_entities(db):
-    """Delete generic entities with their mentions (relations and vectors go with them)."""
+    """Delete generic entities with their mentions (relations and vectors go with them);
+    the norms of generic words (not of bare heads) are kept for later runs."""
+    from .schema import get_setting, set_setting
+
     ids = generic_entity_ids(db)
+    if ids:
+        words = set(get_setting(db, GENERIC_SETTING, []) or [])
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            words.update(
+                norm for (norm,) in db.execute(
+                    f"select e.norm from entities e where e.id in ({', '.join('?' for _ in batch)}) "
+                    "and e.type in ('concept', 'term') and exists (select 1 from mentions m where "
+                    "m.entity_id = e.id and m.features not like '%\"head\": true%')",
+                    batch,
+                )
+            )
+        set_setting(db, GENERIC_SETTING, sorted(words))
     for start in range(0, len(ids), 500):
         batch = ids[start : start + 500]
         marks = ", ".join("?" for _ in batch)
