@@ -150,6 +150,7 @@ def ingest_docs(
                 result.skipped_files.append({"path": str(path), "reason": value})
                 if str(path) in known:
                     with db.atomic():
+                        forget_extraction(db.conn, known[str(path)][0])
                         db.execute("delete from docs where id = ?", [known[str(path)][0]])
                 continue
             document, chunks, dropped = value
@@ -269,10 +270,13 @@ def _write_document(db, document, chunks, vectors, tags):
         row = conn.execute("select id from docs where path = ?", [document.path]).fetchone()
         if row:
             doc_id = row[0]
+            # Deleting the chunks deletes their mentions and evidence: the document must
+            # be extracted again, even when its content is unchanged (``--force``).
+            forget_extraction(conn, doc_id)
             conn.execute("delete from chunks where doc_id = ?", [doc_id])
             conn.execute(
                 "update docs set path = ?, source = ?, mtime_ms = ?, meta = ?, title = ?, "
-                "hash = ?, size = ?, ingested_at = ? where id = ?",
+                "hash = ?, size = ?, ingested_at = ?, extracted_hash = null where id = ?",
                 values + [doc_id],
             )
         else:
@@ -307,6 +311,26 @@ def _write_document(db, document, chunks, vectors, tags):
     return doc_id
 
 
+def forget_extraction(conn, doc_id):
+    """Take back what extracting document ``doc_id`` added to its entities' popularity
+    (their mention counts) and delete the entities nothing else mentions, as extraction
+    does before it extracts a document again; the caller then deletes the document's
+    chunks or the document (their mentions and relation evidence go with them)."""
+    counts = conn.execute(
+        "select entity_id, count(*) from mentions where doc_id = ? and entity_id is not null "
+        "group by entity_id",
+        [doc_id],
+    ).fetchall()
+    conn.executemany(
+        "update entities set popularity = popularity - ? where id = ?",
+        [(count, entity_id) for entity_id, count in counts],
+    )
+    conn.executemany(
+        "delete from entities where id = ? and popularity <= 0",
+        [(entity_id,) for entity_id, _ in counts],
+    )
+
+
 def prune_missing(db, paths, found):
     """Delete documents under the folder arguments in ``paths`` whose files are gone."""
     folders = [str(pathlib.Path(p).resolve()) for p in paths if pathlib.Path(p).is_dir()]
@@ -321,6 +345,7 @@ def prune_missing(db, paths, found):
     ]
     with db.atomic():
         for doc_id, _ in gone:
+            forget_extraction(db.conn, doc_id)
             db.execute("delete from docs where id = ?", [doc_id])
     return len(gone)
 
