@@ -19,7 +19,9 @@ from .dedup import NearDuplicateFilter
 from .embeddings import embedder_for, unit_rows, write_embeddings
 from .loaders import LoadError, expand_paths, load_document
 from .normalize import GENERATED_KINDS
-from .schema import set_setting
+from .redact import SETTING as REDACT_SETTING
+from .redact import Redactor, redact_document
+from .schema import get_setting, set_setting
 
 
 @dataclass
@@ -127,7 +129,8 @@ def ingest_docs(
             f"choose from {', '.join(GENERATED_KINDS)}"
         )
     loader_state = (
-        NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths], frozenset(include)
+        NearDuplicateFilter(), skip_if_seen, known, [str(p) for p in paths], frozenset(include),
+        Redactor.from_setting(get_setting(db, REDACT_SETTING)),
     )
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
@@ -177,10 +180,10 @@ LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedd
 _LOADER = {}
 
 
-def _start_loader(duplicates, skip_if_seen, known, paths, include):
+def _start_loader(duplicates, skip_if_seen, known, paths, include, redactor):
     _LOADER.update(
         duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths,
-        include=include,
+        include=include, redactor=redactor,
     )
 
 
@@ -207,6 +210,7 @@ def _prepare_file(path):
         return path, "error", str(ex)
     if document.generated and document.kind not in _LOADER["include"]:
         return path, "generated", document.generated
+    document.redactions = redact_document(document, _LOADER["redactor"])
     document.blocks, dropped = _LOADER["duplicates"].filter_blocks(
         document.blocks, kinds=("paragraph", "list", "quote")
     )
@@ -261,6 +265,8 @@ def _write_document(db, document, chunks, vectors, tags):
         "tags": sorted(set(document.tags) | set(tags)),
         "hash": document.hash,
     }
+    if getattr(document, "redactions", None):
+        meta["redactions"] = document.redactions
     values = [
         document.path, "file", document.mtime_ms, json.dumps(meta), document.title,
         document.hash, document.size, _now(),

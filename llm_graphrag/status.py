@@ -8,7 +8,8 @@ COUNTED_TABLES = ("docs", "chunks", "mentions", "entities", "relations", "embedd
 
 
 def status(db):
-    """Counts per table, the embedding model, the schema version and the last ingest."""
+    """Counts per table, the embedding model, the schema version, the last ingest and
+    the secrets redacted from stored documents per kind."""
     counts = {table: db[table].count for table in COUNTED_TABLES}
     for table, _, _ in VECTOR_INDEXES.values():
         counts[table] = db.execute(f"select count(*) from {table}").fetchone()[0]
@@ -27,6 +28,13 @@ def status(db):
     last_file = db.execute(
         "select path from docs order by ingested_at desc, id desc limit 1"
     ).fetchone()
+    # Secrets replaced in the stored documents, per kind (see redact.py)
+    redactions = dict(
+        db.execute(
+            "select r.key, sum(r.value) from docs, json_each(docs.meta, '$.redactions') r "
+            "where json_valid(docs.meta) group by r.key order by r.key"
+        ).fetchall()
+    )
     return {
         "counts": counts,
         "embedding_model": get_setting(db, "embedding_model"),
@@ -36,4 +44,5 @@ def status(db):
         "last_file": last_file[0] if last_file else None,
         "last_error": last_error,
         "queue_depth": 0,
+        "redactions": redactions,
     }
