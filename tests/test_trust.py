@@ -1,10 +1,16 @@
 """Trustworthy storage: routine commands keep the graph, bad values are 400s, CSRF."""
 
+import json
 import pathlib
 import shutil
+import types
 
+import datasette.plugins
 import pytest
+import pytest_asyncio
 from click.testing import CliRunner
+from datasette import hookimpl as datasette_hookimpl
+from datasette.app import Datasette
 
 from llm_graphrag.cli import graphrag as graphrag_cli
 from llm_graphrag.db import open_database
@@ -120,3 +126,151 @@ def test_re_extraction_keeps_the_graph(clean, tmp_path, user_path):
     )
     assert result.exit_code == 0, result.output
     assert graph_snapshot(path) == clean[1]
+
+
+# ---------------------------------------------------------------------------------------
+# CSRF: write tools over HTTP refuse cross-origin requests that carry a user's cookie
+
+
+TOKENS = {"s3cret-token": {"id": "editor"}}
+
+
+@datasette_hookimpl
+def actor_from_request(datasette, request):
+    """A plugin as datasette-auth-tokens is: a bearer token names an actor."""
+    authorization = request.headers.get("authorization", "")
+    if authorization.startswith("Bearer "):
+        return TOKENS.get(authorization[len("Bearer "):])
+
+
+@pytest_asyncio.fixture
+async def served(tmp_path):
+    """A Datasette on a new graphrag database; a folder under its ingest root."""
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    (allowed / "note.md").write_text("# Note\n\nHeron uses the Basin API.\n")
+    path = tmp_path / "graphrag.db"
+    open_database(path).close()
+    plugin = types.ModuleType("test_bearer_tokens")
+    plugin.actor_from_request = actor_from_request
+    datasette.plugins.pm.register(plugin, name="test-bearer-tokens")
+    try:
+        ds = Datasette(
+            [str(path)],
+            metadata={"plugins": {"datasette-graphrag": {"ingest_roots": [str(allowed)]}}},
+        )
+        await ds.invoke_startup()
+        yield ds, allowed, path
+    finally:
+        datasette.plugins.pm.unregister(plugin)
+
+
+def editor_cookie(ds):
+    return "ds_actor=" + ds.sign({"a": {"id": "editor"}}, "actor")
+
+
+def docs_count(path):
+    db = open_database(path, create=False)
+    try:
+        return db["docs"].count
+    finally:
+        db.close()
+
+
+INGEST = "/graphrag/-/graphrag/ingest_docs"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "headers, status, message",
+    [
+        (
+            {"content-type": "text/plain", "origin": "http://evil.example"},
+            403,
+            "Cross-origin request from http://evil.example refused: tool calls with cookies "
+            "must come from this server's own pages; other clients send a token instead",
+        ),
+        (
+            {"content-type": "application/json", "origin": "http://evil.example"},
+            403,
+            "Cross-origin request from http://evil.example refused: tool calls with cookies "
+            "must come from this server's own pages; other clients send a token instead",
+        ),
+        (
+            {"content-type": "application/json", "origin": "null"},
+            403,
+            "Cross-origin request from null refused: tool calls with cookies "
+            "must come from this server's own pages; other clients send a token instead",
+        ),
+        (
+            {"content-type": "text/plain", "sec-fetch-site": "cross-site"},
+            403,
+            "Cross-site request refused: tool calls with cookies must come from this "
+            "server's own pages; other clients send a token instead",
+        ),
+        (
+            {"content-type": "text/plain", "origin": "http://localhost"},
+            415,
+            "Send the request body as JSON with 'Content-Type: application/json' "
+            "(got 'text/plain')",
+        ),
+        (
+            {"content-type": "application/x-www-form-urlencoded"},
+            415,
+            "Send the request body as JSON with 'Content-Type: application/json' "
+            "(got 'application/x-www-form-urlencoded')",
+        ),
+    ],
+)
+async def test_cookie_carrying_forgeries_are_refused(served, headers, status, message):
+    ds, allowed, path = served
+    body = json.dumps({"paths": [str(allowed)]})
+    response = await ds.client.post(
+        INGEST, content=body, headers=dict(headers, cookie=editor_cookie(ds))
+    )
+    assert response.status_code == status, response.text
+    assert response.json()["error"] == message
+    assert docs_count(path) == 0
+
+
+@pytest.mark.asyncio
+async def test_same_origin_json_with_a_cookie_ingests(served):
+    ds, allowed, path = served
+    response = await ds.client.post(
+        INGEST,
+        content=json.dumps({"paths": [str(allowed)]}),
+        headers={
+            "content-type": "application/json; charset=utf-8",
+            "origin": "http://localhost",
+            "sec-fetch-site": "same-origin",
+            "cookie": editor_cookie(ds),
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["ingested"] == 1
+    assert docs_count(path) == 1
+
+
+@pytest.mark.asyncio
+async def test_token_clients_still_work(served):
+    ds, allowed, path = served
+    # A token client from anywhere: no cookie, so no browser acts for a signed-in user.
+    response = await ds.client.post(
+        INGEST,
+        json={"paths": [str(allowed)]},
+        headers={"authorization": "Bearer s3cret-token", "origin": "http://tools.example"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["ingested"] == 1
+    # Without the token the same request is anonymous, and refused.
+    response = await ds.client.post(
+        "/graphrag/-/graphrag/extract_and_link", json={},
+    )
+    assert response.status_code == 403
+    # A token client must still send JSON as JSON.
+    response = await ds.client.post(
+        "/graphrag/-/graphrag/extract_and_link", content="{}",
+        headers={"authorization": "Bearer s3cret-token", "content-type": "text/plain"},
+    )
+    assert response.status_code == 415
+    assert docs_count(path) == 1
