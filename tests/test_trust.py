@@ -274,3 +274,75 @@ async def test_token_clients_still_work(served):
     )
     assert response.status_code == 415
     assert docs_count(path) == 1
+
+
+# ---------------------------------------------------------------------------------------
+# Values JSON Schema accepts that the engine cannot use: 400 naming the field, not 500
+
+BIG = 10**23
+OUT_OF_RANGE = (
+    f"{BIG} is out of range: integers must lie between -9223372036854775808 and "
+    "9223372036854775807"
+)
+
+
+@pytest_asyncio.fixture
+async def ingested(served):
+    ds, allowed, path = served
+    response = await ds.client.post(
+        INGEST, json={"paths": [str(allowed)]}, headers={"authorization": "Bearer s3cret-token"}
+    )
+    assert response.status_code == 200, response.text
+    return ds, allowed, path
+
+
+@pytest.mark.asyncio
+async def test_whole_floats_count_as_the_integers_they_are(ingested):
+    ds = ingested[0]
+    for tool, whole, written in [
+        ("hybrid_query", {"q": "Heron Basin", "k": 5.0, "hops": 1.0}, {"q": "Heron Basin", "k": 5, "hops": 1}),
+        ("topn", {"limit": 3.0}, {"limit": 3}),
+        ("explain_entity", {"entity_id": 1.0}, {"entity_id": 1}),
+    ]:
+        as_float = await ds.client.post(f"/graphrag/-/graphrag/{tool}", json=whole)
+        as_int = await ds.client.post(f"/graphrag/-/graphrag/{tool}", json=written)
+        assert as_float.status_code == 200, as_float.text
+        assert as_float.json() == as_int.json()
+    response = await ds.client.post("/graphrag/-/graphrag/hybrid_query", json={"q": "x", "k": 5.5})
+    assert response.status_code == 400
+    assert response.json()["field"] == "k"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "tool, arguments, field, message",
+    [
+        ("explain_entity", {"entity_id": BIG}, "entity_id", OUT_OF_RANGE),
+        ("subgraph", {"doc_id": BIG}, "doc_id", OUT_OF_RANGE),
+        ("hybrid_query", {"q": "Heron\x00Basin"}, "q", "contains a NUL byte (\\x00): remove it"),
+        ("entity_lookup", {"q": "Heron\x00"}, "q", "contains a NUL byte (\\x00): remove it"),
+        ("ingest_docs", {"paths": ["{allowed}/note\x00.md"]}, "paths.0", "contains a NUL byte (\\x00): remove it"),
+        ("subgraph", {"doc_id": "{allowed}/note.md\x00"}, "doc_id", "contains a NUL byte (\\x00): remove it"),
+    ],
+)
+async def test_unusable_values_are_400s_naming_the_field(ingested, tool, arguments, field, message):
+    ds, allowed, path = ingested
+    arguments = json.loads(json.dumps(arguments).replace("{allowed}", str(allowed)))
+    response = await ds.client.post(
+        f"/graphrag/-/graphrag/{tool}", json=arguments,
+        headers={"authorization": "Bearer s3cret-token"},
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["field"] == field
+    assert response.json()["error"] == f"{tool}: {field}: {message}"
+
+
+@pytest.mark.asyncio
+async def test_unusable_values_in_a_query_string_are_400s(ingested):
+    ds = ingested[0]
+    response = await ds.client.get("/graphrag/-/graphrag/explain_entity", params={"entity_id": str(BIG)})
+    assert response.status_code == 400
+    assert response.json()["error"] == f"explain_entity: entity_id: {OUT_OF_RANGE}"
+    response = await ds.client.get("/graphrag/-/graphrag/hybrid_query", params={"q": "a\x00b"})
+    assert response.status_code == 400
+    assert response.json()["field"] == "q"
