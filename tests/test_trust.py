@@ -15,6 +15,7 @@ from datasette.app import Datasette
 from llm_graphrag.cli import graphrag as graphrag_cli
 from llm_graphrag.db import open_database
 from llm_graphrag.ingest import ingest_docs
+from llm_graphrag.tools import call_tool
 
 SAMPLE_CORPUS = pathlib.Path(__file__).parent.parent / "sample-corpus"
 
@@ -111,6 +112,34 @@ def test_skip_if_seen_false_over_the_engine_keeps_the_graph(clean, corpus, tmp_p
         ingest_docs(db, [str(corpus)], skip_if_seen=False)
     db.close()
     assert graph_snapshot(path) == clean[1]
+
+
+def test_prune_leaves_no_entity_without_mentions(corpus, tmp_path):
+    folder = tmp_path / "corpus"
+    shutil.copytree(corpus, folder)
+    db = open_database(tmp_path / "g.db")
+    ingest_docs(db, [str(folder)])
+    only_heron = [
+        name for (name,) in db.execute(
+            "select e.name from entities e join mentions m on m.entity_id = e.id "
+            "join docs d on d.id = m.doc_id group by e.id "
+            "having max(d.path not like '%/heron.html') = 0"
+        )
+    ]
+    assert only_heron
+    (folder / "services" / "heron.html").unlink()
+    assert ingest_docs(db, [str(folder)], prune=True).pruned == 1
+    orphans = db.execute(
+        "select name from entities where id not in "
+        "(select entity_id from mentions where entity_id is not null)"
+    ).fetchall()
+    assert orphans == []
+    assert db.execute("select count(*) from entities where popularity <= 0").fetchone()[0] == 0
+    # What only the deleted file mentioned cannot be found either.
+    for name in only_heron:
+        found = call_tool(db, "entity_lookup", {"q": name})["entities"]
+        assert name not in [e["name"] for e in found], name
+    db.close()
 
 
 @pytest.mark.xfail(
