@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import re
+from urllib.parse import urlsplit
 
 from datasette.utils import actor_matches_allow
 from datasette.utils.asgi import Response
@@ -170,11 +171,52 @@ async def run_tool(datasette, actor, database, name, arguments):
         raise ToolRequestError(str(ex), 409)
 
 
+def cross_site_problem(request, body):
+    """Why a POST may be a cross-site request forgery, or None.
+
+    These endpoints skip Datasette's CSRF token (they take JSON, not forms), so: a body
+    must be sent as ``application/json`` (a form or ``text/plain`` POST from another site
+    cannot), and a request carrying cookies must come from this server's own origin
+    (``Origin`` host, else ``Sec-Fetch-Site``). Clients with a token and no cookie, and
+    clients that send neither header (curl, scripts), are not browsers acting for a user.
+    """
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    json_body = kind == "application/json" or not body.strip()
+    if not request.headers.get("cookie"):
+        return None if json_body else _not_json(kind)
+    origin = request.headers.get("origin")
+    if origin is not None:
+        if urlsplit(origin).netloc.lower() != (request.host or "").lower():
+            return (
+                f"Cross-origin request from {origin} refused: tool calls with cookies must "
+                "come from this server's own pages; other clients send a token instead",
+                403,
+            )
+    elif request.headers.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+        return (
+            "Cross-site request refused: tool calls with cookies must come from this "
+            "server's own pages; other clients send a token instead",
+            403,
+        )
+    return None if json_body else _not_json(kind)
+
+
+def _not_json(kind):
+    return (
+        "Send the request body as JSON with 'Content-Type: application/json' "
+        f"(got {kind or 'no content type'!r})",
+        415,
+    )
+
+
 async def tool_view(request, datasette):
     name = request.url_vars["tool"]
     try:
         if request.method == "POST":
             body = await request.post_body()
+            problem = cross_site_problem(request, body)
+            if problem:
+                return error(*problem)
             try:
                 arguments = json.loads(body or b"{}")
             except ValueError:
@@ -305,7 +347,18 @@ def openapi_document():
                 "required": True,
                 "content": {"application/json": {"schema": tool.input_schema}},
             },
-            "responses": responses,
+            "responses": dict(
+                responses,
+                **{
+                    "403": {
+                        "description": "A request with cookies came from another origin"
+                        if tool.read_only
+                        else f"Needs the {WRITE_PERMISSION} permission, or a request with "
+                        "cookies came from another origin"
+                    },
+                    "415": {"description": "The body was not sent as application/json"},
+                },
+            ),
         }
         database_parameter = {
             "name": "database",

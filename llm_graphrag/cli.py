@@ -719,6 +719,7 @@ SETTINGS = {
     "llm_model, link_threshold, cooccurrence_window, embed_related_facts",
     "retrieval": 'retrieval options: {"weights": {"semantic": 1.0, "graph": 1.0}}',
     "retrieval_log": "path of the retrieval log, or null to turn it off",
+    "redact": 'secret redaction at ingest: {"enabled": true, "allow": ["AKIAIOSFODNN7EXAMPLE"]}',
 }
 FIXED_SETTINGS = ("embedding_model", "dimensions", "last_ingest")
 
@@ -737,6 +738,7 @@ def settings(key, value, database):
         llm graphrag settings retrieval '{"weights": {"semantic": 1, "graph": 0.5}}'
         llm graphrag settings extract '{"ner": "off", "link_threshold": 0.8}'
         llm graphrag settings retrieval_log null
+        llm graphrag settings redact '{"allow": ["AKIAIOSFODNN7EXAMPLE"]}'
     """
     from .schema import get_setting, set_setting
 
@@ -764,6 +766,13 @@ def settings(key, value, database):
         raise click.ClickException(f"{key} must be a JSON object: {SETTINGS[key]}")
     if key == "retrieval_log" and not (parsed is None or isinstance(parsed, str)):
         raise click.ClickException("retrieval_log must be a path string or null")
+    if key == "redact":
+        from .redact import check_setting
+
+        try:
+            check_setting(parsed)
+        except ValueError as ex:
+            raise click.ClickException(str(ex))
     with db.atomic():
         set_setting(db, key, parsed)
     echo_json(parsed)

@@ -21,7 +21,9 @@ from .dedup import NearDuplicateFilter
 from .embeddings import embedder_for, unit_rows, write_embeddings
 from .loaders import LoadError, expand_paths, load_document
 from .normalize import GENERATED_KINDS
-from .schema import set_setting
+from .redact import SETTING as REDACT_SETTING
+from .redact import Redactor, redact_document
+from .schema import get_setting, set_setting
 
 
 @dataclass
@@ -135,7 +137,10 @@ def ingest_docs(
             f"choose from {', '.join(GENERATED_KINDS)}"
         )
     roots = [str(p) for p in ([root] if root is not None else roots or paths)]
-    loader_state = (NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include))
+    loader_state = (
+        NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include),
+        Redactor.from_setting(get_setting(db, REDACT_SETTING)),
+    )
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
     loaders = 0 if workers == 0 else parallel.worker_count(None, len(files), most=1)
@@ -156,8 +161,7 @@ def ingest_docs(
             if outcome == "generated":
                 result.skipped_files.append({"path": str(path), "reason": value})
                 if str(path) in known:
-                    with db.atomic():
-                        db.execute("delete from docs where id = ?", [known[str(path)][0]])
+                    purge_documents(db, [known[str(path)][0]])
                 continue
             document, chunks, dropped = value
             result.duplicates_skipped += dropped
@@ -183,10 +187,10 @@ LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedd
 _LOADER = {}
 
 
-def _start_loader(duplicates, skip_if_seen, known, paths, include):
+def _start_loader(duplicates, skip_if_seen, known, paths, include, redactor):
     _LOADER.update(
         duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths,
-        include=include,
+        include=include, redactor=redactor,
     )
 
 
@@ -216,6 +220,7 @@ def _prepare_file(path):
         return path, "error", str(ex)
     if document.generated and document.kind not in _LOADER["include"]:
         return path, "generated", document.generated
+    document.redactions = redact_document(document, _LOADER["redactor"])
     document.blocks, dropped = _LOADER["duplicates"].filter_blocks(
         document.blocks, kinds=("paragraph", "list", "quote")
     )
@@ -261,7 +266,7 @@ def _root_for(path, paths):
 
 
 def _meta(document, tags):
-    return {
+    meta = {
         "format": document.format,
         "kind": document.kind,
         "lang": document.lang,
@@ -270,6 +275,9 @@ def _meta(document, tags):
         "tags": sorted(set(document.tags) | set(tags)),
         "hash": document.hash,
     }
+    if getattr(document, "redactions", None):
+        meta["redactions"] = document.redactions
+    return meta
 
 
 def _write_document(db, document, chunks, vectors, tags):
@@ -287,7 +295,7 @@ def _write_document(db, document, chunks, vectors, tags):
             conn.execute("delete from chunks where doc_id = ?", [doc_id])
             conn.execute(
                 "update docs set path = ?, source = ?, mtime_ms = ?, meta = ?, title = ?, "
-                "hash = ?, size = ?, ingested_at = ? where id = ?",
+                "hash = ?, size = ?, ingested_at = ?, extracted_hash = null where id = ?",
                 values + [doc_id],
             )
         else:

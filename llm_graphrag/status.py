@@ -9,7 +9,8 @@ COUNTED_TABLES = ("docs", "chunks", "mentions", "entities", "relations", "embedd
 
 
 def status(db, watcher=None):
-    """Counts per table, the embedding model, the schema version and the last ingest.
+    """Counts per table, the embedding model, the schema version, the last ingest and
+    the secrets redacted from stored documents per kind.
 
     With a watcher running on the database (``watcher``, a ``watch.Watcher`` in this
     process, or the state another process's watcher keeps in ``graphrag_settings``):
@@ -44,6 +45,13 @@ def status(db, watcher=None):
         last_file = [watching["last_file"]] if watching["last_file"] else last_file
         last_error = watching["last_error"] or last_error
         ingest_rate = watching["ingest_rate"]
+    # Secrets replaced in the stored documents, per kind (see redact.py)
+    redactions = dict(
+        db.execute(
+            "select r.key, sum(r.value) from docs, json_each(docs.meta, '$.redactions') r "
+            "where json_valid(docs.meta) group by r.key order by r.key"
+        ).fetchall()
+    )
     return {
         "counts": counts,
         "embedding_model": get_setting(db, "embedding_model"),
@@ -56,6 +64,7 @@ def status(db, watcher=None):
         "orphaned_entities": orphaned_entities(db),
         "ingest_rate": ingest_rate,
         "watcher": watching,
+        "redactions": redactions,
     }
 
 

@@ -10,6 +10,8 @@ from functools import cached_property
 
 import jsonschema
 
+from .values import check_values
+
 SCHEMAS = pathlib.Path(__file__).parent / "schemas"
 
 
@@ -57,6 +59,11 @@ class Tool:
             if error.validator == "additionalProperties":
                 field = sorted(set(arguments) - set(self.input_schema["properties"]))[0]
             raise ToolInputError(f"{self.name}: {field or 'arguments'}: {error.message}", field)
+        try:
+            arguments = check_values(self.input_schema, arguments)
+        except ValueError as ex:
+            field, message = ex.args[0]
+            raise ToolInputError(f"{self.name}: {field}: {message}", field)
         for key, spec in self.input_schema["properties"].items():
             if key not in arguments and "default" in spec:
                 arguments[key] = spec["default"]
