@@ -34,8 +34,11 @@ from .extraction import (
     subject_mention,
 )
 from .linking import Linker, entity_text
-from .refine import WORD_TYPES as GENERIC_WORD_TYPES
 from .refine import generic_norms, refine_graph
+
+# Mentions that may name a generic word ("service", "Service" opening a heading): code,
+# standards and the like never do.
+GENERIC_MENTION_TYPES = frozenset({"concept", "term", "name"})
 from .relations import SYMMETRIC, fact_text
 from .schema import VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, triggers_deferred
 
@@ -379,7 +382,7 @@ def _extract_document(document):
         found = finish_mentions(chunk, mentions, context)
         generic = context.generic
         if generic:  # words the corpus found generic (refine.py) name no entity
-            found = [m for m in found if not (m.type in GENERIC_WORD_TYPES and m.norm in generic)]
+            found = [m for m in found if not (m.type in GENERIC_MENTION_TYPES and m.norm in generic)]
         per_chunk.append(found)
     candidates = []
     for chunk, mentions in zip(chunks, per_chunk):
