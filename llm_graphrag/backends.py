@@ -19,7 +19,8 @@ import urllib.parse
 from .tools import TOOLS, ToolInputError, ToolNotFound
 
 BACKENDS = {"falkordb": "llm_graphrag.falkordb_backend"}
-READ_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.read_only)
+# The read tools a backend answers (deep research reads the SQLite file's own tables).
+READ_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.read_only and name != "deep_research")
 
 
 class BackendError(Exception):

@@ -41,6 +41,7 @@ from .retrieval import (
     _lemma,
     _Query,
     query_words,
+    relation_kind,
 )
 from .schema import get_setting, schema_version, set_setting
 
@@ -523,6 +524,8 @@ def _meta(db, snap):
         "last_ingest": info["last_ingest"],
         "last_file": info["last_file"],
         "last_error": info["last_error"],
+        "orphaned_entities": info.get("orphaned_entities", 0),
+        "redactions": info.get("redactions", {}),
         "retrieval": get_setting(db, "retrieval", {}) or {},
         "fts": snap.fts_stats,
         "max_chunk_id": max((c["id"] for cs in snap.chunks.values() for c in cs), default=0),
@@ -660,6 +663,11 @@ class FalkorTools:
             "last_file": meta.get("last_file"),
             "last_error": meta.get("last_error"),
             "queue_depth": 0,
+            # As the file was when synced; no watcher writes to the graph server.
+            "orphaned_entities": meta.get("orphaned_entities", 0),
+            "ingest_rate": None,
+            "watcher": None,
+            "redactions": meta.get("redactions", {}),
             "backend": {"url": self.store.url, "graph": counts, "synced_at": meta.get("synced_at")},
         }
 
@@ -739,6 +747,7 @@ class FalkorTools:
                     "src": r["src_id"],
                     "dst": r["dst_id"],
                     "rel": r["rel"],
+                    "kind": relation_kind(r["rel"]),
                     "src_name": r["src_name"],
                     "dst_name": r["dst_name"],
                     "weight": r["weight"],
@@ -828,6 +837,7 @@ class FalkorTools:
                     "source": ids[r["src_id"]],
                     "target": ids[r["dst_id"]],
                     "type": r["rel"],
+                    "kind": relation_kind(r["rel"]),
                     "weight": round(r["weight"] * r["confidence"], 4),
                 }
             )
@@ -861,6 +871,7 @@ class FalkorTools:
                     "source": ids[best["src_id"]],
                     "target": ids[best["dst_id"]],
                     "type": best["rel"],
+                    "kind": relation_kind(best["rel"]),
                     "weight": round(best["weight"] * best["confidence"], 4),
                     "fact": best["fact"],
                 }
