@@ -379,11 +379,7 @@ def _extract_document(document):
         mentions = []
         for extract in _WORKER["mentions"].values():
             mentions.extend(extract(chunk, context) or ())
-        found = finish_mentions(chunk, mentions, context)
-        generic = context.generic
-        if generic:  # words the corpus found generic (refine.py) name no entity
-            found = [m for m in found if not (m.type in GENERIC_MENTION_TYPES and m.norm in generic)]
-        per_chunk.append(found)
+        per_chunk.append(finish_mentions(chunk, mentions, context))
     candidates = []
     for chunk, mentions in zip(chunks, per_chunk):
         found = []
@@ -393,6 +389,11 @@ def _extract_document(document):
 
     ordered = [(0, subject)] if subject is not None and chunks else []
     ordered.extend((index, m) for index, mentions in enumerate(per_chunk) for m in mentions)
+    generic = context.generic
+    if generic:
+        # Words the corpus found generic (refine.py) name no entity: left out after the
+        # relations were found, as a whole run removes them, with their relations, after.
+        ordered = [(i, m) for i, m in ordered if not (m.type in GENERIC_MENTION_TYPES and m.norm in generic)]
     position = {m: i for i, (_, m) in enumerate(ordered)}
     rows, spans, defining = [], {}, set()
     for i, (index, m) in enumerate(ordered):
