@@ -377,18 +377,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_datasette_keeps_answering_while_the_watcher_writes(tmp_path):
+def test_datasette_keeps_answering_while_the_watcher_writes(tmp_path, serve):
     folder = tmp_path / "kb"
     shutil.copytree(SAMPLE / "services", folder)
     database = tmp_path / "graphrag.db"
     watcher = Watcher(database, [folder], debounce_ms=200).start()
     assert watcher.wait_idle(120)
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "datasette", "serve", str(database), "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
     pages = [
         "/graphrag/docs.json?_shape=array",
         "/graphrag.json?sql=select+count(*)+as+n+from+entities&_shape=array",
@@ -400,7 +394,7 @@ def test_datasette_keeps_answering_while_the_watcher_writes(tmp_path):
     answers, failures = [], []
     stop = threading.Event()
 
-    def poll():
+    def poll(url):
         with httpx.Client(base_url=url, timeout=30) as client:
             while not stop.is_set():
                 for page in pages:
@@ -409,32 +403,23 @@ def test_datasette_keeps_answering_while_the_watcher_writes(tmp_path):
                     if response.status_code != 200:
                         failures.append((page, response.status_code, response.text[:300]))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/-/versions.json").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
-        poller = threading.Thread(target=poll)
-        poller.start()
-        extra = sorted(SAMPLE.rglob("*.md"))[:10]
-        for round_ in range(3):  # a burst of adds, changes and deletes, three times
-            for source in extra:
-                shutil.copy(source, folder / f"{round_}-{source.name}")
-            (folder / "basin.md").write_text((folder / "basin.md").read_text() + f"\n\nRound {round_}.\n")
-            if round_:
-                for source in extra[:5]:
-                    os.unlink(folder / f"{round_ - 1}-{source.name}")
-            settle(watcher)
-        stop.set()
-        poller.join(60)
+        with serve(database) as url:
+            poller = threading.Thread(target=poll, args=(url,))
+            poller.start()
+            extra = sorted(SAMPLE.rglob("*.md"))[:10]
+            for round_ in range(3):  # a burst of adds, changes and deletes, three times
+                for source in extra:
+                    shutil.copy(source, folder / f"{round_}-{source.name}")
+                (folder / "basin.md").write_text((folder / "basin.md").read_text() + f"\n\nRound {round_}.\n")
+                if round_:
+                    for source in extra[:5]:
+                        os.unlink(folder / f"{round_ - 1}-{source.name}")
+                settle(watcher)
+            stop.set()
+            poller.join(60)
     finally:
         stop.set()
         watcher.stop()
-        server.terminate()
-        server.wait(10)
     assert failures == []
     assert len(answers) >= len(pages) * 3
     assert watcher.state["last_error"] is None
