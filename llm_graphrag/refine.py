@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter, defaultdict  # noqa: F401
+from collections import Counter, defaultdict
 from functools import lru_cache
 
 from .relations import fact_text
@@ -88,8 +88,7 @@ def _set_scope(db, doc_ids, entity_ids=None):
         db.conn.execute("insert into temp.refine_scope select id from entities")
         return
     doc_ids = sorted(doc_ids)
-    for start in range(0, len(doc_ids), 500):
-        batch = doc_ids[start : start + 500]
+    for batch in _batches(doc_ids):
         db.conn.execute(
             f"insert or ignore into temp.refine_scope select distinct entity_id from mentions "
             f"where entity_id is not null and doc_id in ({', '.join('?' for _ in batch)})",
@@ -153,8 +152,7 @@ def drop_generic_entities(db):
     ids = generic_entity_ids(db)
     if ids:
         words = set(get_setting(db, GENERIC_SETTING, []) or [])
-        for start in range(0, len(ids), 500):
-            batch = ids[start : start + 500]
+        for batch in _batches(ids):
             words.update(
                 norm for (norm,) in db.execute(
                     f"select e.norm from entities e where e.id in ({', '.join('?' for _ in batch)}) "
@@ -164,8 +162,7 @@ def drop_generic_entities(db):
                 )
             )
         set_setting(db, GENERIC_SETTING, sorted(words))
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
+    for batch in _batches(ids):
         marks = ", ".join("?" for _ in batch)
         db.conn.execute(f"delete from mentions where entity_id in ({marks})", batch)
         db.conn.execute(f"delete from entities where id in ({marks})", batch)
@@ -259,6 +256,12 @@ def score_cooccurrence(db, drop=True):
     return _delete_relations(db, weak) if drop else 0
 
 
+def _batches(items, size=500):
+    """``items`` in slices of ``size``: few enough ``?`` marks for one statement."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 def _edge_table(db, edges):
     db.conn.execute("drop table if exists temp.cooccurrence_edges")
     db.conn.execute("create temp table cooccurrence_edges (id integer primary key, src_id, dst_id)")
@@ -266,8 +269,7 @@ def _edge_table(db, edges):
 
 
 def _delete_relations(db, ids):
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
+    for batch in _batches(ids):
         db.conn.execute(f"delete from relations where id in ({', '.join('?' for _ in batch)})", batch)
     return len(ids)
 
@@ -341,8 +343,7 @@ def _rewrite_facts(db, entity_ids, embed_related):
     names = {}
     rows = []
     ids = sorted(entity_ids)
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
+    for batch in _batches(ids):
         marks = ", ".join("?" for _ in batch)
         rows.extend(
             db.execute(
@@ -353,8 +354,7 @@ def _rewrite_facts(db, entity_ids, embed_related):
         )
     needed = {e for _, s, d, _, _ in rows for e in (s, d)}
     needed = sorted(needed)
-    for start in range(0, len(needed), 500):
-        batch = needed[start : start + 500]
+    for batch in _batches(needed):
         names.update(db.execute(f"select id, name from entities where id in ({', '.join('?' for _ in batch)})", batch))
     changed = []
     for relation_id, src, dst, rel, fact in sorted(set(rows)):
@@ -373,8 +373,7 @@ def _reembed_entities(db, entity_ids):
     from .linking import Entity, entity_text
 
     rows = []
-    for start in range(0, len(entity_ids), 500):
-        batch = entity_ids[start : start + 500]
+    for batch in _batches(entity_ids):
         rows.extend(
             db.execute(
                 f"select id, type, name, norm, description from entities where id in ({', '.join('?' for _ in batch)})",
