@@ -6,7 +6,10 @@
 * ``vector``: cosine KNN over the chunk vectors: an exact ``chunk_vec`` vec0 scan, or
   from ``bit_index_min_chunks`` chunks on an in-memory bit index whose candidates are
   rescored exactly (``vector_search``).
-* ``hybrid``: reciprocal-rank fusion of the two, no graph.
+* ``hybrid``: weighted reciprocal-rank fusion of the two, no graph. Each list's weight
+  (``keyword_weight``, ``vector_weight``) grows with how far its best score stands
+  above its ``peak_depth``-th (``peak_boost``): a list that singles a chunk out counts
+  more for that question than one whose scores are flat.
 * ``graph``: ``hybrid``, then expansion from the confident seed chunks to the chunks
   that complete them, through shared entities (mentions), relations traversed by
   ``bfsvtab`` (up to ``hops``, filtered by ``rels``) and shared rare terms.
@@ -39,7 +42,7 @@ from .db import sqlite3
 
 MODES = ("bm25", "vector", "hybrid", "graph")
 BRIDGES = ("entities", "terms", "relations")
-DEFAULT_WEIGHTS = {"semantic": 1.0, "graph": 1.0}
+DEFAULT_WEIGHTS = {"semantic": 1.0, "graph": 0.5}
 # Seed 004 §14: hop scores and relation weights. A bridge through a shared entity or
 # term is one hop; each relation traversed adds one more.
 HOP_SCORES = {0: 1.0, 1: 0.7, 2: 0.4, 3: 0.2}
@@ -66,11 +69,15 @@ class RetrievalOptions:
     bit_index_min_chunks: int | None = 100_000
     bit_candidates: int = 800
     rrf_k: int = 3
+    keyword_weight: float = 1.0  # the BM25 list's weight in the fusion
+    vector_weight: float = 0.8  # the vector list's: the static model is the weaker one
+    peak_boost: float = 3.0  # a list's weight times 1 + peak_boost * its peak
+    peak_depth: int = 29  # peak: (best - score at this rank) / best
     # Graph expansion
     seeds: int = 1  # top fused chunks expanded
-    seed_sharpness: float = 4.0  # seed confidence = relevance ** sharpness
+    seed_sharpness: float = 2.0  # seed confidence = relevance ** sharpness
     bridge_pool: int = 20  # candidates kept per seed
-    bridge_decay: float = 0.8  # the n-th candidate of a seed counts decay ** n
+    bridge_decay: float = 0.9  # the n-th candidate of a seed counts decay ** n
     bridge_via: tuple = BRIDGES
     fit: dict = field(
         default_factory=lambda: {"bm25": 1.0, "cosine": 3.0, "seed": 1.0, "entities": 0.5}
@@ -181,6 +188,7 @@ class _Query:
         self.bm25 = {}  # chunk id -> (rank, bm25 score, positive: higher is better)
         self.vector = {}  # chunk id -> (rank, cosine similarity)
         self.relevance = {}  # chunk id -> fused relevance in [0, 1]
+        self.fusion = {}  # list name -> its weight in this question's fusion
         self.order = []
         self.bridge = {}  # chunk id -> summed bridge contribution
         self.paths = {}  # chunk id -> best path dict
@@ -216,14 +224,34 @@ class _Query:
         self.vector = {row[0]: (rank, 1.0 - row[1]) for rank, row in enumerate(rows)}
 
     def fuse(self):
-        """Reciprocal-rank fusion, scaled so a chunk first in every list scores 1."""
-        k = self.options.rrf_k
-        lists = [ranks for ranks in (self.bm25, self.vector) if ranks]
+        """Weighted reciprocal-rank fusion, scaled so a chunk first in every list scores 1.
+
+        With both lists, each one's weight is its base weight times ``1 + peak_boost *
+        peak``, its peak measured on its own scores (``list_peak``).
+        """
+        options = self.options
+        k = options.rrf_k
+        lists = [
+            (name, ranks, weight)
+            for name, ranks, weight in (
+                ("keyword", self.bm25, options.keyword_weight),
+                ("vector", self.vector, options.vector_weight),
+            )
+            if ranks
+        ]
+        if len(lists) == 2:
+            lists = [
+                (name, ranks, weight * (1 + options.peak_boost * list_peak(ranks, options.peak_depth)))
+                for name, ranks, weight in lists
+            ]
+        elif lists:
+            lists = [(lists[0][0], lists[0][1], 1.0)]
+        self.fusion = {name: round(weight, 6) for name, _, weight in lists}
         scores = {}
-        for ranks in lists:
+        for _, ranks, weight in lists:
             for chunk_id, (rank, _) in ranks.items():
-                scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (k + rank + 1)
-        top = len(lists) / (k + 1) if lists else 1.0
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (k + rank + 1)
+        top = sum(weight for _, _, weight in lists) / (k + 1) if lists else 1.0
         self.relevance = {c: s / top for c, s in scores.items()}
         self.order = sorted(scores, key=lambda c: (-scores[c], c))
 
@@ -533,6 +561,7 @@ class _Query:
             if chunk_id in self.bm25:
                 chunk["bm25"] = round(self.bm25[chunk_id][1], 6)
             path = self.paths.get(chunk_id) if weights["graph"] else None
+            chunk["signals"] = self._signals(chunk_id, path, weights)
             chunk["hop"] = path["hops"] if path else 0
             if path:
                 chunk["bridge"] = round(self.bridge[chunk_id], 6)
@@ -552,7 +581,28 @@ class _Query:
             "edges": _dedupe(_only_rels(edges, options.rels)),
             "explanations": explanations,
             "mode": options.mode,
+            "fusion": self.fusion,
         }
+
+    def _signals(self, chunk_id, path, weights):
+        """Every score that placed ``chunk_id``: each list's rank and score, the fused
+        relevance and, for a chunk the graph brought, its bridge and fit."""
+        signals = {}
+        if chunk_id in self.bm25:
+            rank, score = self.bm25[chunk_id]
+            signals["bm25"] = {"rank": rank + 1, "score": round(score, 6)}
+        if chunk_id in self.vector:
+            rank, score = self.vector[chunk_id]
+            signals["semantic"] = {"rank": rank + 1, "score": round(score, 6)}
+        signals["relevance"] = round(self.relevance.get(chunk_id, 0.0), 6)
+        if path:
+            signals["graph"] = {
+                "bridge": round(self.bridge[chunk_id], 6),
+                "weight": weights["graph"],
+                "fit": round(path.get("fit", 0.0), 6),
+                "seed_rank": path["rank"] + 1,
+            }
+        return signals
 
     def _below_seeds(self, scores):
         """A chunk reached from a seed ranks below that seed, in candidate order."""
@@ -623,6 +673,19 @@ class _Query:
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+
+def list_peak(ranks, depth):
+    """How far a ranked list's best score stands above its ``depth``-th, in [0, 1].
+
+    ``ranks`` maps chunk ids to ``(rank, score)`` with higher scores better (BM25 scores
+    negated by SQLite, cosines); a list shorter than ``depth`` is measured at its last.
+    """
+    scores = sorted((score for _, score in ranks.values()), reverse=True)
+    if len(scores) < 2 or scores[0] <= 0:
+        return 0.0
+    low = scores[min(depth, len(scores) - 1)]
+    return max(0.0, min(1.0, (scores[0] - low) / scores[0]))
 
 
 def _best_sentence(text, lemmas):

@@ -14,6 +14,7 @@ from llm_graphrag.retrieval import (
     chunk_bit_index,
     fts_match,
     hybrid_query,
+    list_peak,
     query_words,
     vector_search,
 )
@@ -90,8 +91,13 @@ def test_bm25_mode(db):
     assert result["edges"] == []
     assert result["entities"] == []
     assert [set(chunk) for chunk in result["chunks"]] == [
-        {"id", "doc_id", "path", "section", "snippet", "score", "relevance", "bm25", "hop"}
+        {"id", "doc_id", "path", "section", "snippet", "score", "relevance", "bm25", "signals", "hop"}
     ] * 3
+    assert [chunk["signals"]["bm25"]["rank"] for chunk in result["chunks"]] == [1, 2, 3]
+    assert [chunk["signals"]["bm25"]["score"] for chunk in result["chunks"]] == [
+        chunk["bm25"] for chunk in result["chunks"]
+    ]
+    assert result["fusion"] == {"keyword": 1.0}
     first = result["chunks"][0]
     assert (first["id"], first["doc_id"], first["path"], first["section"], first["snippet"]) == (
         1,
@@ -119,11 +125,17 @@ def test_hybrid_mode_has_no_graph(db):
     assert result["chunks"][0]["relevance"] == 1.0
     assert all("via" not in chunk for chunk in result["chunks"])
     assert result["edges"] == []
-    assert set(result) == {"chunks", "entities", "edges", "explanations", "mode"}
+    assert set(result) == {"chunks", "entities", "edges", "explanations", "mode", "fusion"}
+
+
+# The bridging arithmetic with round numbers: unweighted fusion, full graph weight.
+PLAIN = dict(
+    weights={"graph": 1.0}, seed_sharpness=4.0, bridge_decay=0.8, vector_weight=1.0, peak_boost=0.0
+)
 
 
 def test_graph_mode_bridges_from_the_seed(db):
-    result = hybrid_query(db, QUESTION, RetrievalOptions(mode="graph", k=6))
+    result = hybrid_query(db, QUESTION, RetrievalOptions(mode="graph", k=6, **PLAIN))
     # the seed (first in both lists) keeps the top; what it reaches follows it
     assert ids(result) == [1, 2, 6, 3, 4, 5]
     summary = [
@@ -210,7 +222,9 @@ def test_k_limits_results(db):
 
 def test_no_match_returns_empty_lists(db):
     result = hybrid_query(db, "zzzz qqqq", RetrievalOptions(mode="bm25"))
-    assert result == {"chunks": [], "entities": [], "edges": [], "explanations": [], "mode": "bm25"}
+    assert result == {
+        "chunks": [], "entities": [], "edges": [], "explanations": [], "mode": "bm25", "fusion": {}
+    }
 
 
 @pytest.mark.parametrize(
@@ -233,7 +247,9 @@ def test_tool_contract(db):
     tool = TOOLS["hybrid_query"]
     result = tool(db, {"q": QUESTION, "k": 3})
     jsonschema.validate(result, tool.output_schema)
-    assert ids(result) == [1, 2, 6]
+    # the default graph weight (0.5) lifts chunk 2 (a shared entity) but not chunk 6,
+    # reached through shared terms only, above chunk 3's own relevance
+    assert ids(result) == [1, 2, 3]
 
 
 DIM = 256
@@ -358,3 +374,45 @@ def test_bit_options_are_checked():
     with pytest.raises(ValueError) as ex:
         RetrievalOptions(bit_index_min_chunks=-1)
     assert str(ex.value) == "bit_index_min_chunks must be None or at least 0"
+
+
+def test_default_fusion_weighs_each_list_by_its_peak(db):
+    result = hybrid_query(db, QUESTION, RetrievalOptions(mode="hybrid", k=6))
+    chunks = result["chunks"]
+    # every chunk is in the vector list; the peaks are measured on the lists' own scores
+    semantic = sorted((c["signals"]["semantic"]["score"] for c in chunks), reverse=True)
+    keyword = sorted(
+        (c["signals"]["bm25"]["score"] for c in chunks if "bm25" in c["signals"]), reverse=True
+    )
+    assert len(semantic) == 6 and len(keyword) == 4
+    peaks = {
+        "keyword": (keyword[0] - keyword[-1]) / keyword[0],
+        "vector": (semantic[0] - semantic[-1]) / semantic[0],
+    }
+    assert list_peak({1: (0, 4.0), 2: (1, 1.0)}, 29) == 0.75
+    assert list_peak({1: (0, 4.0)}, 29) == 0.0
+    weights = {"keyword": 1.0 * (1 + 3 * peaks["keyword"]), "vector": 0.8 * (1 + 3 * peaks["vector"])}
+    assert result["fusion"] == pytest.approx(weights, abs=1e-5)
+    # relevance: each list's weight / (rrf_k + rank), over the score of a chunk first in both
+    for chunk in chunks:
+        expected = sum(
+            weights[name] / (3 + chunk["signals"][signal]["rank"])
+            for name, signal in (("keyword", "bm25"), ("vector", "semantic"))
+            if signal in chunk["signals"]
+        ) / (sum(weights.values()) / 4)
+        assert chunk["relevance"] == pytest.approx(expected, abs=1e-5)
+        assert chunk["signals"]["relevance"] == chunk["relevance"]
+
+
+def test_graph_signals_say_what_the_graph_added(db):
+    result = hybrid_query(db, QUESTION, RetrievalOptions(k=6))
+    bridged = [c for c in result["chunks"] if "via" in c]
+    assert bridged, "the default mode bridges through the graph"
+    for chunk in bridged:
+        graph = chunk["signals"]["graph"]
+        assert graph["bridge"] == chunk["bridge"]
+        assert graph["weight"] == 0.5
+        assert graph["seed_rank"] >= 1 and graph["fit"] > 0
+        assert chunk["score"] <= chunk["relevance"] + 0.5 * chunk["bridge"] + 1e-5
+    plain = [c for c in result["chunks"] if "via" not in c]
+    assert all("graph" not in c["signals"] for c in plain)
