@@ -668,8 +668,8 @@ def eval_(file, modes, ks, split, store, keep, as_json):
     Every question runs in each mode for the top max(k, 10) chunks; their documents,
     each counted once in order of first appearance, form the ranking. Reported per mode:
     hit@1 (the first document is gold), MRR@10 (mean 1/rank of the first gold document
-    in the first 10, else 0), P@5 (share of gold documents among the first 5 documents,
-    or fewer when the results name fewer), R@k any / both (one / all gold documents in
+    in the first 10, else 0), P@5 (share of the first 5 chunks that come from a gold
+    document), R@k any / both (one / all gold documents in
     the first k) and latency.
 
     \b

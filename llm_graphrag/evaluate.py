@@ -15,8 +15,8 @@ An evaluation file is JSON in one of two formats:
 ranks the documents they come from, each once, in order of first appearance. Per mode it
 reports ``R@k any`` (at least one gold document in the first k) and ``R@k both`` (all of
 them), ``hit@1`` (the first document is gold), ``MRR@10`` (mean of 1/rank of the first
-gold document within the first 10, else 0) and ``P@5`` (the share of gold documents among
-the first 5 documents of the ranking, or fewer when the results name fewer), with median
+gold document within the first 10, else 0) and ``P@5`` (the share of the first 5 results,
+chunks, that come from a gold document, or of fewer when there are fewer), with median
 and p95 latency. Results can be stored as tables in any SQLite database.
 """
 
@@ -204,19 +204,20 @@ def recall_at(ranked, gold, k):
     return hits >= 1, hits == len(set(gold))
 
 
-def ranking_scores(ranked, gold):
+def ranking_scores(ranked, gold, results=None):
     """``(hit@1, MRR@10, P@5)`` of one ranking of distinct documents against ``gold``.
 
     hit@1: 1.0 when the first document is gold. MRR@10: 1/rank of the first gold document
-    within the first 10, else 0. P@5: gold documents among the first 5 over how many
-    documents there are among the first 5 (0 for an empty ranking).
+    within the first 10, else 0. P@5: the share of the first 5 ``results`` (the document
+    of each returned chunk, repeats kept; ``ranked`` when not given) that are gold, over
+    how many there are among the first 5 (0 when there are none).
     """
     gold = set(gold)
     hit = 1.0 if ranked and ranked[0] in gold else 0.0
     reciprocal = next(
         (1 / rank for rank, doc in enumerate(ranked[:MRR_DEPTH], 1) if doc in gold), 0.0
     )
-    top = ranked[:PRECISION_DEPTH]
+    top = (ranked if results is None else results)[:PRECISION_DEPTH]
     precision = sum(1 for doc in top if doc in gold) / len(top) if top else 0.0
     return hit, reciprocal, precision
 
@@ -295,11 +296,12 @@ def run_eval(
                 found = hybrid_query(db, query["question"], run_options)
                 latencies.append((time.perf_counter() - began) * 1000)
                 ranked = _ranked_indexes(found["chunks"], doc_keys)
+                returned = [doc_keys.get(chunk["doc_id"]) for chunk in found["chunks"]]
                 for k in ks:
                     any_hit, all_hit = recall_at(ranked, gold, k)
                     hits[k][0] += any_hit
                     hits[k][1] += all_hit
-                for i, score in enumerate(ranking_scores(ranked, gold)):
+                for i, score in enumerate(ranking_scores(ranked, gold, returned)):
                     scores[i] += score
                 per_query.append(
                     {
@@ -308,6 +310,7 @@ def run_eval(
                         "question": query["question"],
                         "gold": json.dumps(gold),
                         "ranked": json.dumps(ranked),
+                        "results": json.dumps(returned[:PRECISION_DEPTH]),
                         "gold_ranks": json.dumps(
                             [ranked.index(g) + 1 if g in ranked else None for g in gold]
                         ),

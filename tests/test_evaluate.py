@@ -243,6 +243,8 @@ def test_ranking_scores_by_hand():
     # gold only at rank 11: outside MRR@10 and P@5
     assert ranking_scores([str(i) for i in range(12)], ["10"]) == (0.0, 0.0, 0.0)
     assert ranking_scores([], ["a"]) == (0.0, 0.0, 0.0)
+    # P@5 over results: two of the first five chunks come from gold page "a"
+    assert ranking_scores(["a", "b"], ["a"], ["a", "b", "a", "b", "b", "a"]) == (1.0, 1.0, 2 / 5)
 
 
 def test_load_folder_file(folder_file):
@@ -289,7 +291,10 @@ def test_folder_metrics_match_the_rankings(folder_run):
     for mode, result in report["modes"].items():
         rows = list(db["eval_queries"].rows_where("mode = ?", [mode], order_by="query"))
         assert [json.loads(r["gold"]) for r in rows] == [q["gold_paths"] for q in FOLDER_QUERIES]
-        scores = [ranking_scores(json.loads(r["ranked"]), json.loads(r["gold"])) for r in rows]
+        scores = [
+            ranking_scores(json.loads(r["ranked"]), json.loads(r["gold"]), json.loads(r["results"]))
+            for r in rows
+        ]
         for ranked in (json.loads(r["ranked"]) for r in rows):
             assert len(ranked) == len(set(ranked)) and set(ranked) <= {
                 "garage/brakes.md", "garage/tyres.md", "garden/roses.md",
