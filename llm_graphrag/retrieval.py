@@ -7,9 +7,9 @@
   from ``bit_index_min_chunks`` chunks on an in-memory bit index whose candidates are
   rescored exactly (``vector_search``).
 * ``hybrid``: weighted reciprocal-rank fusion of the two, no graph. Each list's weight
-  (``keyword_weight``, ``vector_weight``) grows with how far its best score stands
-  above its ``peak_depth``-th (``peak_boost``): a list that singles a chunk out counts
-  more for that question than one whose scores are flat.
+  (``keyword_weight``, ``vector_weight``) grows with how far its best score stands out
+  from its first ``peak_depth`` (``list_peak`` times ``peak_boost``): a list that
+  singles a chunk out counts more for that question than one whose scores are flat.
 * ``graph``: ``hybrid``, then expansion from the confident seed chunks to the chunks
   that complete them, through shared entities (mentions), relations traversed by
   ``bfsvtab`` (up to ``hops``, filtered by ``rels``) and shared rare terms.
@@ -71,8 +71,8 @@ class RetrievalOptions:
     rrf_k: int = 3
     keyword_weight: float = 1.0  # the BM25 list's weight in the fusion
     vector_weight: float = 0.8  # the vector list's: the static model is the weaker one
-    peak_boost: float = 3.0  # a list's weight times 1 + peak_boost * its peak
-    peak_depth: int = 29  # peak: (best - score at this rank) / best
+    peak_boost: float = 1.0  # a list's weight times 1 + peak_boost * list_peak
+    peak_depth: int = 29  # list_peak looks at the first peak_depth + 1 scores
     # Graph expansion
     seeds: int = 1  # top fused chunks expanded
     seed_sharpness: float = 2.0  # seed confidence = relevance ** sharpness
@@ -676,16 +676,20 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 
 def list_peak(ranks, depth):
-    """How far a ranked list's best score stands above its ``depth``-th, in [0, 1].
+    """How far a ranked list's best score stands out from the rest of its head.
 
-    ``ranks`` maps chunk ids to ``(rank, score)`` with higher scores better (BM25 scores
-    negated by SQLite, cosines); a list shorter than ``depth`` is measured at its last.
+    The best score's distance above the mean of the first ``depth + 1`` scores, in their
+    standard deviations, over 5: near 0 for a flat list, near 1 when one chunk is far
+    ahead (the z-score of the best of 30 can reach about 5). ``ranks`` maps chunk ids to
+    ``(rank, score)``, higher scores better (negated BM25 scores, cosines).
     """
-    scores = sorted((score for _, score in ranks.values()), reverse=True)
-    if len(scores) < 2 or scores[0] <= 0:
+    scores = np.array(sorted((score for _, score in ranks.values()), reverse=True)[: depth + 1])
+    if len(scores) < 2:
         return 0.0
-    low = scores[min(depth, len(scores) - 1)]
-    return max(0.0, min(1.0, (scores[0] - low) / scores[0]))
+    spread = float(scores.std())
+    if spread <= 0:
+        return 0.0
+    return max(0.0, float(scores[0] - scores.mean()) / spread / 5)
 
 
 def _best_sentence(text, lemmas):

@@ -386,12 +386,16 @@ def test_default_fusion_weighs_each_list_by_its_peak(db):
     )
     assert len(semantic) == 6 and len(keyword) == 4
     peaks = {
-        "keyword": (keyword[0] - keyword[-1]) / keyword[0],
-        "vector": (semantic[0] - semantic[-1]) / semantic[0],
+        "keyword": (keyword[0] - np.mean(keyword)) / np.std(keyword) / 5,
+        "vector": (semantic[0] - np.mean(semantic)) / np.std(semantic) / 5,
     }
-    assert list_peak({1: (0, 4.0), 2: (1, 1.0)}, 29) == 0.75
-    assert list_peak({1: (0, 4.0)}, 29) == 0.0
-    weights = {"keyword": 1.0 * (1 + 3 * peaks["keyword"]), "vector": 0.8 * (1 + 3 * peaks["vector"])}
+    # the best of four scores, three at 1.0 and one at 4.0: sqrt(3) deviations above the mean
+    assert list_peak({1: (0, 4.0), 2: (1, 1.0), 3: (2, 1.0), 4: (3, 1.0)}, 29) == pytest.approx(
+        3**0.5 / 5
+    )
+    assert list_peak({1: (0, 4.0), 2: (1, 1.0), 3: (2, 1.0), 4: (3, 1.0)}, 1) == pytest.approx(0.2)
+    assert list_peak({1: (0, 4.0)}, 29) == list_peak({1: (0, 2.0), 2: (1, 2.0)}, 29) == 0.0
+    weights = {"keyword": 1.0 * (1 + peaks["keyword"]), "vector": 0.8 * (1 + peaks["vector"])}
     assert result["fusion"] == pytest.approx(weights, abs=1e-5)
     # relevance: each list's weight / (rrf_k + rank), over the score of a chunk first in both
     for chunk in chunks:
