@@ -30,6 +30,7 @@ ranks just below that seed.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import math
 import re
@@ -148,12 +149,18 @@ def connection_embedder(conn):
     return _EMBEDDERS[model_id]
 
 
-def query_words(text):
-    """Lower-case words of ``text`` without stopwords (all words when only stopwords)."""
+@functools.lru_cache(maxsize=1)
+def _stopwords():
     from .extraction import STOPWORDS
 
+    return STOPWORDS
+
+
+def query_words(text):
+    """Lower-case words of ``text`` without stopwords (all words when only stopwords)."""
+    stopwords = _stopwords()
     words = [w.lower() for w in _WORD.findall(text or "")]
-    content = [w for w in words if w not in STOPWORDS and len(w) > 1]
+    content = [w for w in words if w not in stopwords and len(w) > 1]
     return list(dict.fromkeys(content or words))
 
 
@@ -171,6 +178,7 @@ def fts_query(text):
     return fts_match(query_words(text))
 
 
+@functools.lru_cache(maxsize=65536)
 def _lemma(word):
     from .extraction import lemma
 
