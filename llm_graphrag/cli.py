@@ -729,7 +729,7 @@ SETTINGS = {
     "retrieval": 'retrieval options: {"weights": {"semantic": 1.0, "graph": 1.0}}',
     "retrieval_log": "path of the retrieval log, or null to turn it off",
     "redact": 'secret redaction at ingest: {"enabled": true, "allow": ["AKIAIOSFODNN7EXAMPLE"]}',
-    "limits": 'per-file limits at ingest: {"max_file_bytes": 20000000, "max_chunks": 5000, '
+    "limits": 'per-file limits at ingest: {"max_file_bytes": 4000000, "max_chunks": 1000, '
     '"max_html_depth": 512}',
 }
 FIXED_SETTINGS = ("embedding_model", "dimensions", "last_ingest")

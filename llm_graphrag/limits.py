@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from .loaders import LoadError
 
 SETTING = "limits"
-EXAMPLE = '{"max_file_bytes": 20000000, "max_chunks": 5000, "max_html_depth": 512}'
+EXAMPLE = '{"max_file_bytes": 4000000, "max_chunks": 1000, "max_html_depth": 512}'
 
 
 class LimitExceeded(LoadError):
@@ -29,8 +29,8 @@ class LimitExceeded(LoadError):
 
 @dataclass(frozen=True)
 class Limits:
-    max_file_bytes: int = 20_000_000
-    max_chunks: int = 5_000
+    max_file_bytes: int = 4_000_000
+    max_chunks: int = 1_000
     max_html_depth: int = 512
 
     @classmethod
