@@ -269,12 +269,15 @@ def chunk_vectors(embedder, chunks):
     the context without the noise.
     """
     preludes = sorted({chunk.prelude for chunk in chunks} - {""})
-    texts = [chunk.text for chunk in chunks] + preludes
+    inputs = [chunk.text for chunk in chunks] + preludes
     # One call per EMBED_BATCH texts: the tokenizer's working memory grows with a call's
     # text (one call for a 5 MB file's 1,940 chunks took 600 MB).
-    encoded = np.concatenate(
-        [embedder.encode(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
-    )
+    if len(inputs) <= EMBED_BATCH:
+        encoded = embedder.encode(inputs)
+    else:
+        encoded = np.concatenate(
+            [embedder.encode(inputs[i : i + EMBED_BATCH]) for i in range(0, len(inputs), EMBED_BATCH)]
+        )
     texts = encoded[: len(chunks)]
     if not preludes:
         return texts
