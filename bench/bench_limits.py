@@ -72,7 +72,7 @@ def worst_allowed(limits):
     return text[:low]
 
 
-def inputs(folder, limits):
+def inputs(limits):
     depth = 20_000
     yield "text-50mb.txt", lambda: prose(50_000_000)
     yield "line-5mb.txt", lambda: b" ".join(prose(6_000_000).split())[:5_000_000]
@@ -96,10 +96,10 @@ def main():
     folder.mkdir(parents=True, exist_ok=True)
     print(machine())
     print(f"limits: {json.dumps(limits.to_dict())}; python3.11-doc sources from {PYTHON_DOCS}")
-    print(f"| input | bytes | outcome | chunks | peak RSS | seconds |")
+    print("| input | bytes | outcome | chunks | peak RSS | seconds |")
     print("| --- | ---: | --- | ---: | ---: | ---: |")
     env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parent.parent))
-    for name, make in inputs(folder, limits):
+    for name, make in inputs(limits):
         if args.only and name not in args.only:
             continue
         path = folder / name
