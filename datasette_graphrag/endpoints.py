@@ -66,16 +66,25 @@ def arguments_from_query(tool, request):
     return arguments
 
 
-def check_ingest_roots(datasette, paths):
-    """Reject paths outside the plugin's ``ingest_roots``; a clear 403 message otherwise."""
+def ingest_roots(datasette):
+    """The plugin's ``ingest_roots``, resolved (``~`` and links)."""
     config = datasette.plugin_config(PLUGIN) or {}
-    roots = [os.path.realpath(r) for r in config.get("ingest_roots") or []]
+    return [os.path.realpath(os.path.expanduser(r)) for r in config.get("ingest_roots") or []]
+
+
+def check_ingest_roots(datasette, paths):
+    """Reject paths outside the plugin's ``ingest_roots``; a clear 403 message otherwise.
+
+    A quick look at each path up to its first wildcard; the engine then resolves every
+    file a walk or glob yields and refuses those outside the roots (``within``).
+    """
+    roots = ingest_roots(datasette)
     if not roots:
         return "ingest_docs is disabled: set ingest_roots in the datasette-graphrag plugin config"
     for path in paths:
         if ".." in re.split(r"[\\/]", path):
             return f"paths: {path!r} may not contain '..'"
-        base = _GLOB.split(path, 1)[0]
+        base = _GLOB.split(os.path.expanduser(path), 1)[0]
         real = os.path.realpath(base)
         if not any(real == root or real.startswith(root + os.sep) for root in roots):
             return f"paths: {path!r} is outside the allowed ingest roots {roots}"
@@ -136,11 +145,11 @@ async def resolve_database(datasette, database, actor):
     return db
 
 
-def _write(conn, name, arguments):
+def _write(conn, name, arguments, options):
     # The file may have become a graphrag database after Datasette opened it: the
     # engine's cascades need enforcement on this connection either way.
     conn.execute("PRAGMA foreign_keys=ON")
-    return call_tool(wrap_connection(conn), name, arguments)
+    return call_tool(wrap_connection(conn), name, arguments, **options)
 
 
 async def run_tool(datasette, actor, database, name, arguments):
@@ -158,11 +167,15 @@ async def run_tool(datasette, actor, database, name, arguments):
             return await db.execute_fn(lambda conn: call_tool(wrap_connection(conn), name, arguments))
         if not await compat.allowed(datasette, actor, WRITE_PERMISSION, db.name):
             raise ToolRequestError(f"{name} needs the {WRITE_PERMISSION} permission", 403)
+        options = {}
         if name == "ingest_docs":
             problem = check_ingest_roots(datasette, arguments["paths"])
             if problem:
                 raise ToolRequestError(problem, 403, "paths")
-        return await db.execute_write_fn(lambda conn: _write(conn, name, arguments), block=True)
+            options["within"] = ingest_roots(datasette)  # every file is checked again
+        return await db.execute_write_fn(
+            lambda conn: _write(conn, name, arguments, options), block=True
+        )
     except ToolInputError as ex:
         raise ToolRequestError(str(ex), 400, ex.field)
     except ToolNotFound as ex:

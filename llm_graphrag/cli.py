@@ -144,12 +144,17 @@ def init(database, model, as_json):
     is_flag=True,
     help="Also ingest source code listing pages, as documents of kind code",
 )
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Follow symbolic links that lead out of the given folders (skipped otherwise)",
+)
 @workers_option
 @json_option
 @friendly_errors
 def ingest(
     paths, database, tags, force, prune, no_extract, include_index_pages,
-    include_source_listings, workers, as_json,
+    include_source_listings, follow_symlinks, workers, as_json,
 ):
     """Ingest files, folders and globs of .md, .txt, .rst and .html documents.
 
@@ -162,7 +167,10 @@ def ingest(
 
     Index pages (a general index, a module index, a table of contents: mostly links),
     search pages and source code listings are skipped with a reason in the JSON's
-    skipped_files, unless --include-index-pages or --include-source-listings.
+    skipped_files, unless --include-index-pages or --include-source-listings. So are
+    FIFOs, sockets and symbolic links that lead out of the given folders, unless
+    --follow-symlinks. Files over the database's limits (llm graphrag settings limits)
+    are errors.
     """
     from .ingest import ingest_docs
     from .loaders import expand_paths
@@ -174,10 +182,10 @@ def ingest(
     )
     kwargs = dict(
         tags=list(tags), skip_if_seen=not force, prune=prune, extract=not no_extract,
-        workers=workers, include=include,
+        workers=workers, include=include, follow_symlinks=follow_symlinks,
     )
     if show_bar:
-        files, _ = expand_paths(list(paths))
+        files, _ = expand_paths(list(paths), follow_symlinks=follow_symlinks)
         with click.progressbar(
             length=len(files), label="Ingesting", file=sys.stderr
         ) as bar:
@@ -194,7 +202,8 @@ def ingest(
         f"Ingested {data['ingested']} files ({data['chunks']} chunks), "
         f"skipped {data['skipped']} unchanged"
         + (
-            f" and {len(data['skipped_files'])} index, search or source listing pages"
+            f" and {len(data['skipped_files'])} other files (generated pages, special files "
+            "or links; see --json)"
             if data["skipped_files"]
             else ""
         )
@@ -720,6 +729,8 @@ SETTINGS = {
     "retrieval": 'retrieval options: {"weights": {"semantic": 1.0, "graph": 1.0}}',
     "retrieval_log": "path of the retrieval log, or null to turn it off",
     "redact": 'secret redaction at ingest: {"enabled": true, "allow": ["AKIAIOSFODNN7EXAMPLE"]}',
+    "limits": 'per-file limits at ingest: {"max_file_bytes": 4000000, "max_chunks": 1000, '
+    '"max_html_depth": 512}',
 }
 FIXED_SETTINGS = ("embedding_model", "dimensions", "last_ingest")
 
@@ -739,6 +750,7 @@ def settings(key, value, database):
         llm graphrag settings extract '{"ner": "off", "link_threshold": 0.8}'
         llm graphrag settings retrieval_log null
         llm graphrag settings redact '{"allow": ["AKIAIOSFODNN7EXAMPLE"]}'
+        llm graphrag settings limits '{"max_file_bytes": 50000000}'
     """
     from .schema import get_setting, set_setting
 
@@ -771,6 +783,13 @@ def settings(key, value, database):
 
         try:
             check_setting(parsed)
+        except ValueError as ex:
+            raise click.ClickException(str(ex))
+    if key == "limits":
+        from .limits import check_setting as check_limits
+
+        try:
+            check_limits(parsed)
         except ValueError as ex:
             raise click.ClickException(str(ex))
     with db.atomic():

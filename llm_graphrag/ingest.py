@@ -6,6 +6,7 @@ calling one embeds several files' chunks per call and writes them.
 
 import concurrent.futures
 import datetime
+import errno
 import hashlib
 import json
 import os
@@ -15,11 +16,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import limits as limits_module
 from . import parallel
 from .chunking import chunk_document
 from .dedup import NearDuplicateFilter
 from .embeddings import embedder_for, unit_rows, write_embeddings
-from .loaders import LoadError, expand_paths, load_document
+from .loaders import LINK_HINT, LoadError, expand_paths, load_document, refusal
 from .normalize import GENERATED_KINDS
 from .redact import SETTING as REDACT_SETTING
 from .redact import Redactor, redact_document
@@ -70,6 +72,8 @@ def ingest_docs(
     include=(),
     root=None,
     roots=None,
+    within=None,
+    follow_symlinks=False,
 ):
     """Ingest files, folders and globs into ``db``; the engine behind every face.
 
@@ -85,13 +89,18 @@ def ingest_docs(
     ``extract_and_link``. ``roots`` are the folders relative paths, preludes and
     breadcrumbs start from when ``paths`` lists files picked out of them (``root``: one
     such folder; default: the folder arguments, or a file's own); special files (FIFOs,
-    sockets, devices, links that leave their folder) are reported in ``errors`` without
-    being opened.
+    sockets, devices, links that leave their folder unless ``follow_symlinks``) are listed
+    in ``skipped_files`` without being opened. ``within`` (the HTTP and MCP faces'
+    ``ingest_roots``) confines reading to those folders: a file that resolves outside them
+    is an error starting "refused:", checked again when it is read. Files over the
+    database's ``limits`` (``limits.py``) are errors naming the limit.
     Returns an ``IngestResult``.
     """
     started = _now()
     result = IngestResult()
-    files, errors = expand_paths(paths)
+    files, errors = expand_paths(
+        paths, within=within, follow_symlinks=follow_symlinks, skipped=result.skipped_files
+    )
     result.errors.extend(errors)
     embedder = embedder_for(db)
     known = {
@@ -140,6 +149,8 @@ def ingest_docs(
     loader_state = (
         NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include),
         Redactor.from_setting(get_setting(db, REDACT_SETTING)),
+        limits_module.Limits.from_setting(get_setting(db, limits_module.SETTING)),
+        None if within is None else [str(r) for r in within], follow_symlinks,
     )
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
@@ -157,6 +168,9 @@ def ingest_docs(
                 continue
             if outcome == "skipped":
                 result.skipped += 1
+                continue
+            if outcome == "special":
+                result.skipped_files.append({"path": str(path), "reason": value})
                 continue
             if outcome == "generated":
                 result.skipped_files.append({"path": str(path), "reason": value})
@@ -187,21 +201,31 @@ LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedd
 _LOADER = {}
 
 
-def _start_loader(duplicates, skip_if_seen, known, paths, include, redactor):
+def _start_loader(duplicates, skip_if_seen, known, paths, include, redactor, limits, within, follow):
     _LOADER.update(
         duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths,
-        include=include, redactor=redactor,
+        include=include, redactor=redactor, limits=limits, within=within, follow=follow,
     )
+    limits_module.activate(limits)
 
 
 def _prepare_file(path):
     """Read, load, de-duplicate and chunk one file: ``(path, outcome, value)``."""
     key = str(path)
-    reason = special_file(path, _LOADER["paths"])
+    within = _LOADER["within"]
+    source = path
+    if within is not None:  # again, now: a link may have been put in the file's place
+        problem = refusal(path, within)
+        if problem:
+            return path, "error", problem
+        source = os.path.realpath(path)  # and read without following a link put there since
+    reason = special_file(path, _LOADER["paths"], follow_links=_LOADER["follow"])
     if reason:
-        return path, "error", reason
+        return path, "special", reason
     try:
-        data = path.read_bytes()
+        data = limits_module.read_file(source, _LOADER["limits"], follow=within is None)
+    except LoadError as ex:
+        return path, "error", str(ex)
     except OSError as ex:
         return path, "error", f"cannot read file: {ex.strerror}"
     digest = hashlib.sha256(data).hexdigest()
@@ -225,6 +249,10 @@ def _prepare_file(path):
         document.blocks, kinds=("paragraph", "list", "quote")
     )
     chunks = chunk_document(document)
+    try:
+        limits_module.check_chunks(len(chunks), _LOADER["limits"])
+    except LoadError as ex:
+        return path, "error", str(ex)
     document.blocks = []  # the chunks hold the text now: half as much to send back
     return path, "loaded", (document, chunks, dropped)
 
@@ -241,7 +269,15 @@ def chunk_vectors(embedder, chunks):
     the context without the noise.
     """
     preludes = sorted({chunk.prelude for chunk in chunks} - {""})
-    encoded = embedder.encode([chunk.text for chunk in chunks] + preludes)  # one call
+    inputs = [chunk.text for chunk in chunks] + preludes
+    # One call per EMBED_BATCH texts: the tokenizer's working memory grows with a call's
+    # text (one call for a 5 MB file's 1,940 chunks took 600 MB).
+    if len(inputs) <= EMBED_BATCH:
+        encoded = embedder.encode(inputs)
+    else:
+        encoded = np.concatenate(
+            [embedder.encode(inputs[i : i + EMBED_BATCH]) for i in range(0, len(inputs), EMBED_BATCH)]
+        )
     texts = encoded[: len(chunks)]
     if not preludes:
         return texts
@@ -486,12 +522,12 @@ SPECIAL_KINDS = (
 )
 
 
-def special_file(path, roots=()):
+def special_file(path, roots=(), *, follow_links=False):
     """Why ``path`` is not a file to read, found without opening it, or None.
 
     FIFOs, sockets and devices are never opened (a FIFO would block the reader); a
     symbolic link is followed only when its target stays inside the folder of ``roots``
-    the link was found under.
+    the link was found under, or when ``follow_links``.
     """
     path = os.path.abspath(path)
     try:
@@ -505,11 +541,13 @@ def special_file(path, roots=()):
             os.path.dirname(path),
         )
         real_folder = os.path.realpath(folder)
-        if not target.startswith(real_folder.rstrip("/") + "/"):
-            return f"skipped: a symbolic link to {target}, outside {folder}; graphrag only follows links that stay inside the folder"
+        if not follow_links and not target.startswith(real_folder.rstrip("/") + "/"):
+            return f"skipped: a symbolic link to {target}, outside {folder}; {LINK_HINT}"
         try:
             info = os.stat(path)
-        except OSError:
+        except OSError as ex:
+            if ex.errno == errno.ELOOP:
+                return "skipped: a symbolic link loop (the link leads back to itself); fix or remove the link"
             return f"skipped: a broken symbolic link (to {target}); fix or remove the link"
     for test, kind in SPECIAL_KINDS:
         if test(info.st_mode):

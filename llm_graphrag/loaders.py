@@ -347,40 +347,135 @@ def _hidden(name: str) -> bool:
     return name.startswith(".") or name == "__pycache__"
 
 
-def expand_paths(paths) -> tuple:
+LINK_HINT = "graphrag only follows links that stay inside the folder (ingest --follow-symlinks follows them)"
+
+
+def inside(path: str, folders) -> bool:
+    """Whether ``path`` (a real path) is one of ``folders`` (real paths) or under one."""
+    return any(path == folder or path.startswith(folder.rstrip("/") + "/") for folder in folders)
+
+
+def refusal(path, within) -> str:
+    """Why ``path`` may not be read when reads are confined to the folders ``within``, or "".
+
+    The path is resolved (``~``, ``..`` and every symbolic link) first, so neither a link
+    nor a glob can reach out of the folders.
+    """
+    real = os.path.realpath(os.path.expanduser(str(path)))
+    roots = [os.path.realpath(os.path.expanduser(str(r))) for r in within]
+    if inside(real, roots):
+        return ""
+    return (
+        f"refused: resolves to {real}, outside the ingest roots ({', '.join(roots)}); "
+        "only files under ingest_roots are read over HTTP and MCP"
+    )
+
+
+def _glob_base(pattern: str) -> str:
+    """The folder a glob starts from: its path up to the first part with a wildcard."""
+    parts = pattern.split(os.sep)
+    for index, part in enumerate(parts):
+        if glob.has_magic(part):
+            return os.sep.join(parts[:index]) or (os.sep if pattern.startswith(os.sep) else ".")
+    return os.path.dirname(pattern) or "."
+
+
+def expand_paths(paths, *, within=None, follow_symlinks=False, skipped=None) -> tuple:
     """Files, folders (recursively) and globs (``**`` too) to sorted unique supported files.
 
     Returns ``(files, errors)``: ``errors`` lists ``{"path": ..., "error": ...}`` for paths
     that do not exist, globs matching nothing and files of an unsupported type. Hidden
-    folders and files (``.git``) are skipped when walking folders.
+    folders and files (``.git``) are skipped when walking folders. ``~`` is expanded.
+
+    ``within`` confines the result to those folders: every file a walk or glob yields is
+    resolved (``os.path.realpath``) and one outside them is an error starting "refused:"
+    (the HTTP and MCP faces pass their ``ingest_roots``). Links to folders, and glob
+    matches reached through a linked folder, that lead out of the folder (or glob base)
+    they were found in are not followed unless ``follow_symlinks``; they are appended to
+    ``skipped`` as ``{"path": ..., "reason": ...}``. Links to files are judged when the
+    file is read (``ingest.special_file``).
     """
     loaders = plugins.get_loaders()
     found = set()
     errors = []
+    skipped = [] if skipped is None else skipped
+    within = None if within is None else [os.path.realpath(os.path.expanduser(str(r))) for r in within]
+
+    def refused(path):
+        problem = refusal(path, within) if within is not None else ""
+        if problem:
+            errors.append({"path": path, "error": problem})
+        return bool(problem)
 
     def walk(folder):
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = [d for d in dirnames if not _hidden(d)]
-            for name in filenames:
+        real_folder = os.path.realpath(folder)
+        walked = {real_folder}
+        for dirpath, dirnames, filenames in os.walk(folder, followlinks=follow_symlinks):
+            kept = []
+            for name in sorted(dirnames):
+                if _hidden(name):
+                    continue
+                link = os.path.join(dirpath, name)
+                if os.path.islink(link):
+                    target = os.path.realpath(link)
+                    if within is not None and refused(os.path.abspath(link)):
+                        continue
+                    if not follow_symlinks:
+                        if not inside(target, [real_folder]):
+                            skipped.append({
+                                "path": os.path.abspath(link),
+                                "reason": f"skipped: a symbolic link to the folder {target}, "
+                                f"outside {folder}; {LINK_HINT}",
+                            })
+                        continue  # a link inside the folder: its files are found there
+                    if target in walked or inside(os.path.realpath(dirpath), [target]):
+                        skipped.append({
+                            "path": os.path.abspath(link),
+                            "reason": f"skipped: a symbolic link loop (to {target}, a folder "
+                            "already walked); remove the link or ingest the folder once",
+                        })
+                        continue
+                    walked.add(target)
+                kept.append(name)
+            dirnames[:] = kept
+            for name in sorted(filenames):
                 if not _hidden(name) and _suffix(name, loaders):
-                    found.add(os.path.abspath(os.path.join(dirpath, name)))
+                    path = os.path.abspath(os.path.join(dirpath, name))
+                    if not refused(path):
+                        found.add(path)
 
     for given in paths:
         given = str(given)
+        expanded = os.path.expanduser(given)
         if glob.has_magic(given):
-            matches = glob.glob(os.path.expanduser(given), recursive=True)
+            matches = glob.glob(expanded, recursive=True)
             if not matches:
                 errors.append({"path": given, "error": "no files match this pattern"})
-            for match in matches:
-                if os.path.isdir(match):
+            base = os.path.realpath(_glob_base(expanded))
+            for match in sorted(matches):
+                path = os.path.abspath(match)
+                if refused(path):
+                    continue
+                # A matched folder is judged by where it leads, a file by its folder (a
+                # link to a file is judged when it is read).
+                parent = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path))
+                if not follow_symlinks and not inside(parent, [base]):
+                    skipped.append({
+                        "path": path,
+                        "reason": f"skipped: reached through a symbolic link (it leads to "
+                        f"{parent}, outside {_glob_base(expanded)}); {LINK_HINT}",
+                    })
+                elif os.path.isdir(match):
                     walk(match)
                 elif _suffix(os.path.basename(match), loaders):
-                    found.add(os.path.abspath(match))
-        elif os.path.isdir(given):
-            walk(given)
-        elif os.path.isfile(given):
-            if _suffix(os.path.basename(given), loaders):
-                found.add(os.path.abspath(given))
+                    found.add(path)
+        elif os.path.isdir(expanded):
+            if not refused(os.path.abspath(expanded)):
+                walk(expanded)
+        elif os.path.isfile(expanded):
+            if _suffix(os.path.basename(expanded), loaders):
+                if not refused(os.path.abspath(expanded)):
+                    found.add(os.path.abspath(expanded))
             else:
                 errors.append(
                     {
@@ -389,6 +484,9 @@ def expand_paths(paths) -> tuple:
                         f"graphrag loads {', '.join(sorted(loaders))}",
                     }
                 )
+        elif os.path.lexists(expanded) and not os.path.islink(expanded):
+            if not refused(os.path.abspath(expanded)):
+                found.add(os.path.abspath(expanded))  # a FIFO or socket: reported unopened
         else:
             errors.append({"path": given, "error": "no such file or directory"})
     return [Path(p) for p in sorted(found)], errors

@@ -232,6 +232,25 @@ def word_chars(text: str) -> int:
     return len(_NON_WORD.sub("", text))
 
 
+def html_depth(node) -> int:
+    """How deep elements and text nest under ``node`` (1: ``node`` alone), found without
+    recursion: the loaders' walks recurse, so pages deeper than ``limits.max_html_depth``
+    are refused before them."""
+    top = node.mem_id
+    deepest, depth, current = 0, 1, node
+    while True:
+        deepest = max(deepest, depth)
+        child = current.child
+        if child is not None:
+            current, depth = child, depth + 1
+            continue
+        while current.mem_id != top and current.next is None:
+            current, depth = current.parent, depth - 1
+        if current.mem_id == top:
+            return deepest
+        current = current.next
+
+
 def html_stats(node, skip) -> PageStats:
     """``PageStats`` of an HTML element; ``skip(child)`` says which subtrees are boilerplate.
 

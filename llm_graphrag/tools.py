@@ -69,20 +69,20 @@ class Tool:
                 arguments[key] = spec["default"]
         return arguments
 
-    def __call__(self, db, arguments=None):
+    def __call__(self, db, arguments=None, **options):
         arguments = self.arguments(arguments)
         try:
-            return self.function(db, **arguments)
+            return self.function(db, **arguments, **options)
         except LookupError as ex:
             raise ToolNotFound(str(ex)) from ex
 
 
-def _ingest_docs(db, paths, tags, skip_if_seen, prune, extract, include):
+def _ingest_docs(db, paths, tags, skip_if_seen, prune, extract, include, within=None):
     from .ingest import ingest_docs
 
     return ingest_docs(
         db, paths, tags=tags, skip_if_seen=skip_if_seen, prune=prune, extract=extract,
-        include=include,
+        include=include, within=within,
     ).to_dict()
 
 
@@ -146,13 +146,17 @@ TOOLS = {
 }
 
 
-def call_tool(db, name, arguments=None):
-    """Run the tool ``name`` against ``db`` with JSON-like ``arguments``."""
+def call_tool(db, name, arguments=None, **options):
+    """Run the tool ``name`` against ``db`` with JSON-like ``arguments``.
+
+    ``options`` are engine keywords a client cannot set: the server's ``within`` (the
+    folders ``ingest_docs`` may read) for ``ingest_docs``.
+    """
     if name not in TOOLS:
         raise ToolInputError(
             f"Unknown tool {name!r}: choose one of {', '.join(TOOLS)}", field="tool"
         )
-    return TOOLS[name](db, arguments)
+    return TOOLS[name](db, arguments, **options)
 
 
 def mcp_output_schema(tool):

@@ -310,10 +310,10 @@ class Watcher:
             # That file was caught half-written (an empty file being copied): it is fine now.
             self.state["last_error"] = None
         for error in result.errors:
-            if str(error.get("error", "")).startswith("skipped:"):
-                self._skip(error["path"], error["error"])
-            else:
-                self.state["last_error"] = dict(error, at=_now())
+            self.state["last_error"] = dict(error, at=_now())
+        for skipped in result.skipped_files:
+            if skipped["reason"].startswith("skipped:"):  # a special file, not a generated page
+                self._skip(skipped["path"], skipped["reason"])
 
     def _skip(self, path, reason):
         skipped = [s for s in self.state["skipped"] if s["path"] != path]

@@ -66,12 +66,15 @@ def test_seed_example_loads_with_every_value_from_the_file(seed_config):
             "link_threshold": None,
             "llm_model": None,
         },
+        "limits": {"max_file_bytes": None, "max_chunks": None, "max_html_depth": None},
         "retrieval": {
             "k": 40, "hops": 2, "rels": ["defines", "depends_on", "uses", "cites"], "mode": "graph",
             "weights": {"semantic": 0.7, "graph": 0.3},
         },
     }
-    defaults = {"extract.link_threshold", "extract.llm_model", "retrieval.mode"}
+    defaults = {"extract.link_threshold", "extract.llm_model", "retrieval.mode"} | {
+        key for key in OPTIONS if key.startswith("limits.")
+    }
     assert config.sources == {key: "default" if key in defaults else source for key in OPTIONS}
     assert config.database_settings() == {
         "extract": {"ner": "spacy:en_core_web_sm", "gazetteer_topk": 2000, "gazetteer_min_freq": 3},
@@ -135,7 +138,7 @@ def test_config_file_from_environment_and_relative_paths(tmp_path):
     "text,message",
     [
         ("watch:\n  debounce: 300\n", "Unknown key 'watch.debounce' in {path}: the keys under watch are debounce_ms, dir, dirs"),
-        ("wacth:\n  dir: x\n", "Unknown key 'wacth' in {path}: the keys at the top are embed, extract, project, retrieval, sqlite, watch"),
+        ("wacth:\n  dir: x\n", "Unknown key 'wacth' in {path}: the keys at the top are embed, extract, limits, project, retrieval, sqlite, watch"),
         ("watch:\n  debounce_ms: fast\n", "watch.debounce_ms in {path} must be an integer, not 'fast'"),
         ("retrieval:\n  rels: uses\n", "retrieval.rels in {path} must be a list of strings, not 'uses'"),
         ("- a\n- b\n", "Config file {path} must hold a mapping of sections (watch:, sqlite:, ...), not list"),

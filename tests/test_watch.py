@@ -283,8 +283,8 @@ def test_special_files_are_skipped_unopened(tmp_path):
     reasons = {
         "pipe.md": "skipped: a FIFO (named pipe), not a regular file; graphrag reads only regular files and never opens these",
         "sock.md": "skipped: a socket, not a regular file; graphrag reads only regular files and never opens these",
-        "escape.md": f"skipped: a symbolic link to {outside}, outside {folder}; graphrag only follows links that stay inside the folder",
-        "broken.md": f"skipped: a symbolic link to {tmp_path / 'nowhere.md'}, outside {folder}; graphrag only follows links that stay inside the folder",
+        "escape.md": f"skipped: a symbolic link to {outside}, outside {folder}; graphrag only follows links that stay inside the folder (ingest --follow-symlinks follows them)",
+        "broken.md": f"skipped: a symbolic link to {tmp_path / 'nowhere.md'}, outside {folder}; graphrag only follows links that stay inside the folder (ingest --follow-symlinks follows them)",
     }
     try:
         # The catch-up scan meets them first, then live events.

@@ -13,6 +13,7 @@ import re
 
 import yaml
 
+from llm_graphrag import limits
 from llm_graphrag.hookspecs import hookimpl
 from llm_graphrag.loaders import Block, LoadedDocument, LoadError, decode_text, squash
 from llm_graphrag.normalize import (
@@ -20,6 +21,7 @@ from llm_graphrag.normalize import (
     PageStats,
     bracketed_link,
     drop_emptied_headings,
+    html_depth,
     html_link_chars,
     html_stats,
     html_trail,
@@ -1478,6 +1480,7 @@ def parse_html(text: str):
         root = articles[0] if len(articles) == 1 else tree.body
     kind = reason = ""
     if root is not None:
+        limits.check_html_depth(html_depth(root))
         kind, reason = page_kind(html_stats(root, _skip))
     walker = _HtmlWalker(keep_link_lists=kind == "index")
     if root is not None:
