@@ -607,7 +607,7 @@ class _Query:
             signals["graph"] = {
                 "bridge": round(self.bridge[chunk_id], 6),
                 "weight": weights["graph"],
-                "fit": round(path.get("fit", 0.0), 6),
+                "fit": round(path.get("fit", 0.0), 3),
                 "seed_rank": path["rank"] + 1,
             }
         return signals
