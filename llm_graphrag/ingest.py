@@ -101,6 +101,15 @@ def ingest_docs(
             "case when json_valid(meta) then json_extract(meta, '$.kind') end from docs"
         ).fetchall()
     }
+    # What the unchanged files among them added to the near-duplicate filter.
+    sketches = dict(
+        db.execute(
+            "select d.path, s.sketches from dedup_sketches s join docs d on d.id = s.doc_id "
+            "where d.path in (select value from json_each(?))",
+            [json.dumps([str(f) for f in files])],
+        ).fetchall()
+    ) if skip_if_seen else {}
+    skipped_ids = []  # of unchanged files: their extraction may not have finished
     pending = []  # loaded documents waiting for one embedding call
     embedding = None  # the previous batch, being embedded in a thread: (future, batch)
 
@@ -139,7 +148,7 @@ def ingest_docs(
     roots = [str(p) for p in ([root] if root is not None else roots or paths)]
     loader_state = (
         NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include),
-        Redactor.from_setting(get_setting(db, REDACT_SETTING)),
+        Redactor.from_setting(get_setting(db, REDACT_SETTING)), sketches,
     )
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
@@ -157,6 +166,7 @@ def ingest_docs(
                 continue
             if outcome == "skipped":
                 result.skipped += 1
+                skipped_ids.append(known[str(path)][0])
                 continue
             if outcome == "generated":
                 result.skipped_files.append({"path": str(path), "reason": value})
@@ -174,10 +184,13 @@ def ingest_docs(
         encoder.shutdown(cancel_futures=True)
     if prune:
         result.pruned = prune_missing(db, paths, {str(f) for f in files})
-    if extract and result.doc_ids:
-        from .extract import extract_and_link
+    if extract:
+        from .extract import extract_and_link, unfinished_work
 
-        result.extraction = extract_and_link(db, doc_ids=result.doc_ids, workers=workers)
+        # What a run that died left of the unchanged files' extraction is finished too.
+        doc_ids = sorted(result.doc_ids + skipped_ids)
+        if result.doc_ids or any(unfinished_work(db, skipped_ids).values()):
+            result.extraction = extract_and_link(db, doc_ids=doc_ids, workers=workers)
     _record_run(db, started, paths, result)
     return result
 
@@ -187,10 +200,10 @@ LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedd
 _LOADER = {}
 
 
-def _start_loader(duplicates, skip_if_seen, known, paths, include, redactor):
+def _start_loader(duplicates, skip_if_seen, known, paths, include, redactor, sketches):
     _LOADER.update(
         duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths,
-        include=include, redactor=redactor,
+        include=include, redactor=redactor, sketches=sketches,
     )
 
 
@@ -213,6 +226,8 @@ def _prepare_file(path):
         # A generated page stored when it was included is looked at again when it is not.
         and (known[key][2] not in GENERATED_KINDS or known[key][2] in _LOADER["include"])
     ):
+        if key in _LOADER["sketches"]:
+            _LOADER["duplicates"].remember(_LOADER["sketches"][key])
         return path, "skipped", None
     try:
         document = load_document(path, root=_root_for(path, _LOADER["paths"]), data=data)
@@ -221,9 +236,11 @@ def _prepare_file(path):
     if document.generated and document.kind not in _LOADER["include"]:
         return path, "generated", document.generated
     document.redactions = redact_document(document, _LOADER["redactor"])
+    mark = _LOADER["duplicates"].remembered()
     document.blocks, dropped = _LOADER["duplicates"].filter_blocks(
         document.blocks, kinds=("paragraph", "list", "quote")
     )
+    document.sketches = _LOADER["duplicates"].sketches_since(mark)
     chunks = chunk_document(document)
     document.blocks = []  # the chunks hold the text now: half as much to send back
     return path, "loaded", (document, chunks, dropped)
@@ -326,6 +343,10 @@ def _write_document(db, document, chunks, vectors, tags):
         )
         write_embeddings(
             db, "chunks", chunk_ids, vectors, [chunk.embed_text for chunk in chunks]
+        )
+        conn.execute(
+            "insert or replace into dedup_sketches (doc_id, sketches) values (?, ?)",
+            [doc_id, getattr(document, "sketches", None) or b"\0\0\0\0"],
         )
     return doc_id
 
