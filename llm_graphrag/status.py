@@ -6,6 +6,8 @@ import os
 from .schema import VECTOR_INDEXES, get_setting, schema_version
 
 COUNTED_TABLES = ("docs", "chunks", "mentions", "entities", "relations", "embeddings")
+# What runs that died left undone, with its value when there is none (``unfinished_work``).
+UNFINISHED_WORK = (("pending_extraction", 0), ("pending_refinement", 0), ("suspended_triggers", []))
 
 
 def status(db, watcher=None):

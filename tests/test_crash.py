@@ -20,8 +20,10 @@ import time
 
 import pytest
 
+from llm_graphrag import extract, ingest
 from llm_graphrag.cli import graphrag
 from llm_graphrag.db import open_database
+from llm_graphrag.dedup import NearDuplicateFilter
 from llm_graphrag.embeddings import get_embedder
 from llm_graphrag.extraction import spacy_pipeline
 from llm_graphrag.schema import DEFAULT_MODEL
@@ -30,9 +32,20 @@ from test_watch import snapshot
 
 SAMPLE = pathlib.Path(__file__).parent.parent / "sample-corpus"
 SEED = 20
-# (command, workers) of each trial: ingest into an empty database, extract a database
-# ingested with --no-extract; 0 runs everything in the killed process, 2 forks workers.
-TRIALS = [("ingest", 0)] * 3 + [("ingest", 2)] * 3 + [("extract", 0)] * 2 + [("extract", 2)] * 2
+# (command, workers, phase) of each trial: ingest into an empty database, extract a
+# database ingested with --no-extract; 0 runs everything in the killed process, 2 forks
+# workers; the kill comes at a random moment of the phase: "loading" (loading, chunking,
+# embedding and writing documents) or "extraction" (extraction, linking, refinement).
+TRIALS = [
+    ("ingest", 0, "loading"), ("ingest", 0, "extraction"), ("ingest", 2, "loading"),
+    ("ingest", 2, "extraction"), ("ingest", 0, "loading"), ("ingest", 2, "extraction"),
+    ("extract", 0, "extraction"), ("extract", 2, "extraction"), ("extract", 0, "extraction"),
+    ("extract", 2, "extraction"),
+]
+# Documents written per extraction transaction: 64 would write these 17 in one, so a kill
+# could never land between two; a large corpus has many.
+BATCH_DOCUMENTS = 3
+EMBED_CHUNKS = 4  # chunks embedded per call while ingesting, then written: 256 by default
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +55,14 @@ def corpus(tmp_path_factory):
     folder = tmp_path_factory.mktemp("crash") / "corpus"
     for sub in ("services", "runbooks", "adr"):
         shutil.copytree(SAMPLE / sub, folder / sub)
+    # Near-duplicates of paragraphs an earlier file holds: dropped only while the
+    # near-duplicate state of that file is known, whether this run read it or not.
+    adr = (SAMPLE / "adr/0001-dedicated-time-series-store.md").read_text().split("\n\n")
+    context = next(p for p in adr if p.startswith("Until early 2021"))
+    (folder / "services/tidepool-notes.md").write_text(
+        "# Tidepool notes\n\n" + context + "\n\n" + context.replace("fine.", "fine, at first.")
+        + "\n\nTidepool answers dashboard queries from the compacted hourly partitions.\n"
+    )
     # Loaded here once, before any fork, not by every run (spaCy alone takes seconds).
     spacy_pipeline()
     get_embedder(DEFAULT_MODEL).encode(["warm up"])
@@ -99,9 +120,10 @@ def state(path):
         out["triggers"] = db.execute(
             "select name, sql from sqlite_master where type = 'trigger' order by name"
         ).fetchall()
-        out["dedup_sketches"] = sorted(
-            db.execute("select d.path, s.sketches from dedup_sketches s join docs d on d.id = s.doc_id").fetchall()
-        )
+        if db["dedup_sketches"].exists():
+            out["dedup_sketches"] = sorted(
+                db.execute("select d.path, s.sketches from dedup_sketches s join docs d on d.id = s.doc_id").fetchall()
+            )
         out["settings"] = db.execute(
             "select key, value from graphrag_settings where key not in ('last_ingest') order by key"
         ).fetchall()
@@ -136,7 +158,9 @@ def phase(path, files):
     return "refinement or after"
 
 
-def test_sigkill_converges(corpus, tmp_path):
+def test_sigkill_converges(corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(extract._Batch, "MAX_DOCUMENTS", BATCH_DOCUMENTS)
+    monkeypatch.setattr(ingest, "EMBED_BATCH", EMBED_CHUNKS)
     files = sum(1 for p in corpus.rglob("*") if p.is_file())
     commands = {
         "ingest": lambda db, w: ["ingest", str(corpus), "-d", str(db), "--workers", str(w)],
@@ -148,44 +172,110 @@ def test_sigkill_converges(corpus, tmp_path):
     run(["ingest", str(corpus), "-d", str(loaded), "--no-extract", "--workers", "0"])
     loading = time.monotonic() - began
     run(commands["ingest"](path, 0))
-    durations = {"ingest": time.monotonic() - began - loading}
-    durations["extract"] = durations["ingest"] - loading
+    extracting = time.monotonic() - began - 2 * loading
     expected = dict.fromkeys(commands, state(path))
+    windows = {
+        ("ingest", "loading"): (0, loading), ("ingest", "extraction"): (loading, loading + extracting),
+        ("extract", "extraction"): (0, extracting),
+    }
 
     rng = random.Random(SEED)
     outcomes = []
-    for number, (command, workers) in enumerate(TRIALS):
+    for number, (command, workers, moment_in) in enumerate(TRIALS):
         path = tmp_path / f"trial-{number}.db"
-        if command == "extract":
-            shutil.copy(loaded, path)
-        args = commands[command](path, workers)
-        moment = rng.uniform(0.05, 0.95) * durations[command]
-        process = start(args)
-        time.sleep(moment)
-        children = descendants(process.pid)
-        finished = process.exitcode is not None
+        low, high = windows[command, moment_in]
+        while True:  # a run that ends before its moment is tried again, earlier
+            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+            if command == "extract":
+                shutil.copy(loaded, path)
+            args = commands[command](path, workers)
+            moment = rng.uniform(low, high)
+            process = start(args)
+            time.sleep(moment)
+            children = descendants(process.pid)
+            if process.exitcode is None:
+                break
+            high = moment
         os.kill(process.pid, signal.SIGKILL)
         process.join()
         deadline = time.monotonic() + 10
         while any(map(alive, children)) and time.monotonic() < deadline:
             time.sleep(0.05)
         outcome = {
-            "trial": number, "command": command, "workers": workers, "moment": round(moment, 2),
-            "finished before the kill": finished, "workers seen": len(children),
+            "trial": number, "command": command, "workers": workers, "moment": round(moment, 2), "in": moment_in,
+            "workers seen": len(children),
             "survivors": [c for c in children if alive(c)], "phase": phase(path, files),
         }
         for pid in outcome["survivors"]:
             os.kill(pid, signal.SIGKILL)  # not left behind when the test fails
         outcome["integrity"], outcome["foreign keys"] = checks(path)
-        outcome["status"] = {key: status(db)[key] for db in [open_database(path)] for key in ("pending_extraction", "suspended_triggers") if key in status(db)}
+        outcome["unextracted"] = unextracted(path)
+        outcome["status"] = unfinished(path)
         run(args)
         got = state(path)
         outcome["differs"] = sorted(t for t in expected[command] if got.get(t) != expected[command][t])
+        outcome["status after"] = unfinished(path)
         outcomes.append(outcome)
         print(outcome)
     failed = [
         o for o in outcomes
         if o["survivors"] or o["integrity"] != [("ok",)] or o["foreign keys"] != [] or o["differs"]
+        or o["status"].get("pending_extraction") != o["unextracted"] or o["status after"] != FINISHED
     ]
     assert failed == []
+    # Kills landed among workers, between stored documents, and between extracted ones.
     assert any(o["workers seen"] for o in outcomes)
+    assert any(o["phase"].startswith("loading") and not o["phase"].startswith("loading and embedding (0/") for o in outcomes)
+    assert any(o["phase"].startswith("extraction") and o["unextracted"] < files for o in outcomes)
+
+
+FINISHED = {"pending_extraction": 0, "pending_refinement": 0, "suspended_triggers": []}
+
+
+def unfinished(path):
+    """What ``status`` says runs left undone."""
+    db = open_database(path)
+    try:
+        return {key: value for key, value in status(db).items() if key in FINISHED}
+    finally:
+        db.close()
+
+
+def unextracted(path):
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("select count(*) from docs where extracted_hash is null").fetchone()[0]
+    except sqlite3.OperationalError:  # killed before it made the schema
+        return 0
+    finally:
+        conn.close()
+
+
+WORDS = "tidepool compacts the hourly partitions of the basin store every night".split()
+
+
+def test_remembered_sketches_filter_as_the_documents_did():
+    """A filter seeded with the sketches two documents added drops, in a third, exactly
+    what one filter that read all three drops."""
+    # 120 distinct words: more shingles than a stored signature (``k`` = 64) keeps.
+    long = " ".join(f"{WORDS[i % len(WORDS)]}{i}" for i in range(120))
+    first = "basin keeps ten years of turbidity readings in daily partitions on disk"
+    second = "the compaction report lists every merged segment and the bytes it saved"
+    documents = [
+        [long, first],
+        [long + " and then it stops", second],
+        [long, first + " too", second, "an unrelated paragraph about the gauges at the estuary mouth"],
+    ]
+    whole = NearDuplicateFilter()
+    packed = []
+    for texts, expected in zip(documents, ([False, False], [True, False])):
+        mark = whole.remembered()
+        assert whole.check_many(texts) == expected
+        packed.append(whole.sketches_since(mark))
+    resumed = NearDuplicateFilter()
+    for blob in packed:
+        resumed.remember(blob)
+    assert resumed.remembered() == whole.remembered() == 3
+    assert resumed.check_many(documents[2]) == whole.check_many(documents[2]) == [True, True, True, False]
+    assert resumed.sketches_since(0) == whole.sketches_since(0)
