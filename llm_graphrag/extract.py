@@ -285,8 +285,8 @@ def _pending(db, doc_ids, force):
         doc_ids = list(doc_ids)
         if not doc_ids:
             return []
-        sql += f" where id in ({', '.join('?' for _ in doc_ids)})"
-        params = doc_ids
+        sql += " where id in (select value from json_each(?))"
+        params = [json.dumps(doc_ids)]
     sql += " order by id"
     pending = []
     for doc_id, path, title, digest, extracted in db.execute(sql, params).fetchall():
