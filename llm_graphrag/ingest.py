@@ -86,7 +86,9 @@ def ingest_docs(
     breadcrumbs start from when ``paths`` lists files picked out of them (``root``: one
     such folder; default: the folder arguments, or a file's own); special files (FIFOs,
     sockets, devices, links that leave their folder) are reported in ``errors`` without
-    being opened.
+    being opened. With ``extract``, what a run that died left undone for the files is
+    finished too (``extract.unfinished_work``): a run killed anywhere, run again, stores
+    what one uninterrupted run stores.
     Returns an ``IngestResult``.
     """
     started = _now()
@@ -346,7 +348,7 @@ def _write_document(db, document, chunks, vectors, tags):
         )
         conn.execute(
             "insert or replace into dedup_sketches (doc_id, sketches) values (?, ?)",
-            [doc_id, getattr(document, "sketches", None) or b"\0\0\0\0"],
+            [doc_id, document.sketches],
         )
     return doc_id
 

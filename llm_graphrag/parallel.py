@@ -89,8 +89,10 @@ def die_with_parent(parent):
     A pool's workers wait on a pipe every worker holds open too, so a parent killed by
     SIGKILL (or the out-of-memory killer) used to leave them running: three processes of
     about 490 MB each were still there a minute after an ingest was killed. On Linux the
-    kernel sends SIGKILL to this process when its parent dies (``PR_SET_PDEATHSIG``);
-    elsewhere a daemon thread looks for a new parent pid twice a second.
+    kernel sends SIGKILL to this process when its parent dies (``PR_SET_PDEATHSIG``; to
+    the kernel the parent is the thread that forked, and pools here fork from the thread
+    that reads their results); elsewhere a daemon thread looks for a new parent twice a
+    second.
     """
     if sys.platform.startswith("linux"):
         try:
