@@ -35,7 +35,8 @@ SEED = 20
 # (command, workers, phase) of each trial: ingest into an empty database, extract a
 # database ingested with --no-extract; 0 runs everything in the killed process, 2 forks
 # workers; the kill comes at a random moment of the phase: "loading" (loading, chunking,
-# embedding and writing documents) or "extraction" (extraction, linking, refinement).
+# embedding and writing documents: once a random number of them is stored) or
+# "extraction" (extraction, linking, refinement: a random time after the last is stored).
 TRIALS = [
     ("ingest", 0, "loading"), ("ingest", 0, "extraction"), ("ingest", 2, "loading"),
     ("ingest", 2, "extraction"), ("ingest", 0, "loading"), ("ingest", 2, "extraction"),
@@ -174,29 +175,31 @@ def test_sigkill_converges(corpus, tmp_path, monkeypatch):
     run(commands["ingest"](path, 0))
     extracting = time.monotonic() - began - 2 * loading
     expected = dict.fromkeys(commands, state(path))
-    windows = {
-        ("ingest", "loading"): (0, loading), ("ingest", "extraction"): (loading, loading + extracting),
-        ("extract", "extraction"): (0, extracting),
-    }
 
     rng = random.Random(SEED)
     outcomes = []
     for number, (command, workers, moment_in) in enumerate(TRIALS):
         path = tmp_path / f"trial-{number}.db"
-        low, high = windows[command, moment_in]
+        # While loading: once a random number of documents is stored. While extracting:
+        # a random moment of the extraction time after the last document was stored.
+        stored = rng.randint(1, files // 2) if moment_in == "loading" else files
+        high = 0 if moment_in == "loading" else extracting
         while True:  # a run that ends before its moment is tried again, earlier
             for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
                 leftover.unlink(missing_ok=True)
             if command == "extract":
                 shutil.copy(loaded, path)
             args = commands[command](path, workers)
-            moment = rng.uniform(low, high)
+            delay = rng.uniform(0, high)
             process = start(args)
-            time.sleep(moment)
+            started = time.monotonic()
+            wait_for_documents(path, stored, process)
+            time.sleep(delay)
             children = descendants(process.pid)
             if process.exitcode is None:
                 break
-            high = moment
+            high = delay
+        moment = time.monotonic() - started
         os.kill(process.pid, signal.SIGKILL)
         process.join()
         deadline = time.monotonic() + 10
@@ -228,6 +231,21 @@ def test_sigkill_converges(corpus, tmp_path, monkeypatch):
     assert any(o["workers seen"] for o in outcomes)
     assert any(o["phase"].startswith("loading") and not o["phase"].startswith("loading and embedding (0/") for o in outcomes)
     assert any(o["phase"].startswith("extraction") and o["unextracted"] < files for o in outcomes)
+
+
+def wait_for_documents(path, count, process):
+    """Until at least ``count`` documents are stored in ``path``, or ``process`` ends."""
+    while process.exitcode is None:
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                if conn.execute("select count(*) from docs").fetchone()[0] >= count:
+                    return
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            pass  # no file or no schema yet
+        time.sleep(0.01)
 
 
 FINISHED = {"pending_extraction": 0, "pending_refinement": 0, "suspended_triggers": []}
