@@ -245,6 +245,12 @@ def status(database, as_json):
     if info["last_ingest"]:
         click.echo(f"Last ingest: {info['last_ingest']['finished_at']}")
     click.echo(f"Orphaned entities: {info['orphaned_entities']}")
+    if info.get("pending_extraction") or info.get("pending_refinement") or info.get("suspended_triggers"):
+        click.echo(
+            f"Unfinished: {info.get('pending_extraction', 0)} documents to extract, "
+            f"{info.get('pending_refinement', 0)} to refine, {len(info.get('suspended_triggers', []))} "
+            "triggers suspended (ingest or extract finishes them)"
+        )
     watcher = info["watcher"]
     if watcher:
         click.echo(

@@ -187,6 +187,39 @@ class NearDuplicateFilter:
         sketch = self.sketches([text])[0]
         return None if sketch is None else sketch[: self.k].tobytes()
 
+    # -- state kept between runs ---------------------------------------------------------
+
+    def remembered(self) -> int:
+        """How many paragraphs the filter remembers; a mark for ``sketches_since()``."""
+        return len(self._sketches)
+
+    def sketches_since(self, mark: int) -> bytes:
+        """The complete sketches remembered since ``mark`` (from ``remembered()``), packed:
+        what a document added to the filter, to store with it and ``remember()`` when a
+        later run skips the unchanged document, so that it filters the documents after
+        it as a run that read it did (an interrupted run, resumed, drops what one
+        uninterrupted run drops)."""
+        sketches = [s for s, complete in zip(self._sketches[mark:], self._complete[mark:]) if complete]
+        lengths = np.array([len(s) for s in sketches], dtype="<u4")
+        values = np.concatenate(sketches).astype("<u8") if sketches else np.zeros(0, dtype="<u8")
+        return np.array([len(sketches)], dtype="<u4").tobytes() + lengths.tobytes() + values.tobytes()
+
+    def remember(self, packed: bytes) -> None:
+        """Remember the sketches ``sketches_since()`` packed, in order, as complete sets."""
+        count = int(np.frombuffer(packed, dtype="<u4", count=1)[0])
+        lengths = np.frombuffer(packed, dtype="<u4", count=count, offset=4).tolist()
+        values = np.frombuffer(packed, dtype="<u8", offset=4 + 4 * count).astype(np.uint64)
+        start = 0
+        for length in lengths:
+            sketch = values[start : start + length]
+            start += length
+            first = sketch[: self.keys]
+            pairs = list(combinations(range(len(first)), 2)) or [(0, 0)]
+            keys = _mix(first[[a for a, _ in pairs]] * np.uint64(_PAIR_MIX) + first[[b for _, b in pairs]])
+            self._index.update(dict.fromkeys(keys.tolist(), len(self._sketches)))
+            self._sketches.append(sketch)
+            self._complete.append(True)
+
     # -- filtering -------------------------------------------------------------------
 
     def add_signature(self, signature: bytes) -> None:

@@ -40,7 +40,10 @@ from .refine import generic_norms, refine_graph
 # standards and the like never do.
 GENERIC_MENTION_TYPES = frozenset({"concept", "term", "name"})
 from .relations import SYMMETRIC, fact_text
-from .schema import VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, triggers_deferred
+from .schema import DEFERRED_TRIGGERS as SUSPENDED_SETTING
+from .schema import (
+    VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, set_setting, triggers_deferred,
+)
 
 # Part of every extracted document's hash: raised when extraction gives other results, so
 # that ``extract`` redoes what an earlier version extracted (2: gazetteer single words; 3:
@@ -71,26 +74,51 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     restore_triggers(db)  # a bulk run that died midway left them out
     settings = load_settings(db)
     pending = _pending(db, doc_ids, force)
-    if not pending:
+    # A run that died before it refined the graph: this one refines what it would have.
+    unfinished = get_setting(db, RUN_SETTING)
+    if not pending and not unfinished:
         return {"mentions": 0, "entities_new": 0, "relations": 0}
     with contextlib.ExitStack() as stack:
         stack.enter_context(parallel.gc_paused())
-        bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db))
+        bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)) or bool(unfinished and unfinished["bulk"])
+        doc_ids = [p[0] for p in pending]
+        refined = sorted(set(doc_ids) | set(unfinished["doc_ids"] if unfinished else ()))
+        set_setting(db, RUN_SETTING, {"bulk": bulk, "doc_ids": refined})
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
-        totals = _extract(db, pending, settings, progress, workers)
+        totals = _extract(db, pending, settings, progress, workers) if pending else {"relations": 0}
         # What the whole corpus decides: generic entities, significant co-occurrence,
         # canonical names (a bulk run refines everything, a small one what it touched).
-        doc_ids = [p[0] for p in pending]
         with db.atomic():
-            refine_graph(db, settings, None if bulk else doc_ids)
+            refine_graph(db, settings, None if bulk else refined)
+            db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
         # What is stored once refined: the documents' mentions, and the entities made.
         totals["mentions"] = db.execute(
             "select count(*) from mentions where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
         ).fetchone()[0]
         totals["entities_new"] = db.execute("select count(*) from entities where id > ?", [last_entity]).fetchone()[0]
         return totals
+
+
+# The run under way: ``{"bulk": bool, "doc_ids": [...]}``, from before its first write
+# until the transaction that refines the graph, so a run that dies is finished by the next.
+RUN_SETTING = "extraction_run"
+
+
+def unfinished_work(db, doc_ids=None):
+    """What runs that died left undone (``status`` reports it, ``ingest`` finishes it):
+    ``pending_extraction``, the documents (of ``doc_ids``, default all) whose content is
+    not extracted; ``pending_refinement``, the documents a run extracted without refining
+    the graph after; ``suspended_triggers``, the triggers a bulk run left out."""
+    pending = len(_pending(db, doc_ids, False))
+    run = get_setting(db, RUN_SETTING)
+    suspended = get_setting(db, SUSPENDED_SETTING) or {}
+    return {
+        "pending_extraction": pending,
+        "pending_refinement": len(run["doc_ids"]) if run else 0,
+        "suspended_triggers": sorted(name for triggers in suspended.values() for name, _ in triggers),
+    }
 
 
 # Triggers a bulk run (at least as many documents as were extracted before) suspends:
@@ -257,8 +285,8 @@ def _pending(db, doc_ids, force):
         doc_ids = list(doc_ids)
         if not doc_ids:
             return []
-        sql += f" where id in ({', '.join('?' for _ in doc_ids)})"
-        params = doc_ids
+        sql += " where id in (select value from json_each(?))"
+        params = [json.dumps(doc_ids)]
     sql += " order by id"
     pending = []
     for doc_id, path, title, digest, extracted in db.execute(sql, params).fetchall():

@@ -44,6 +44,7 @@ from .retrieval import (
     relation_kind,
 )
 from .schema import get_setting, schema_version, set_setting
+from .status import UNFINISHED_WORK
 
 BATCH = 2000
 STATE_SETTING = "falkordb_sync"
@@ -526,6 +527,7 @@ def _meta(db, snap):
         "last_error": info["last_error"],
         "orphaned_entities": info.get("orphaned_entities", 0),
         "redactions": info.get("redactions", {}),
+        **{key: info.get(key, empty) for key, empty in UNFINISHED_WORK},
         "retrieval": get_setting(db, "retrieval", {}) or {},
         "fts": snap.fts_stats,
         "max_chunk_id": max((c["id"] for cs in snap.chunks.values() for c in cs), default=0),
@@ -668,6 +670,7 @@ class FalkorTools:
             "ingest_rate": None,
             "watcher": None,
             "redactions": meta.get("redactions", {}),
+            **{key: meta.get(key, empty) for key, empty in UNFINISHED_WORK},
             "backend": {"url": self.store.url, "graph": counts, "synced_at": meta.get("synced_at")},
         }
 

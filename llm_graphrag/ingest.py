@@ -93,7 +93,10 @@ def ingest_docs(
     in ``skipped_files`` without being opened. ``within`` (the HTTP and MCP faces'
     ``ingest_roots``) confines reading to those folders: a file that resolves outside them
     is an error starting "refused:", checked again when it is read. Files over the
-    database's ``limits`` (``limits.py``) are errors naming the limit.
+    database's ``limits`` (``limits.py``) are errors naming the limit. With ``extract``,
+    what a run that died left undone for the files is finished too
+    (``extract.unfinished_work``): a run killed anywhere, run again, stores what one
+    uninterrupted run stores.
     Returns an ``IngestResult``.
     """
     started = _now()
@@ -110,6 +113,15 @@ def ingest_docs(
             "case when json_valid(meta) then json_extract(meta, '$.kind') end from docs"
         ).fetchall()
     }
+    # What the unchanged files among them added to the near-duplicate filter.
+    sketches = dict(
+        db.execute(
+            "select d.path, s.sketches from dedup_sketches s join docs d on d.id = s.doc_id "
+            "where d.path in (select value from json_each(?))",
+            [json.dumps([str(f) for f in files])],
+        ).fetchall()
+    ) if skip_if_seen else {}
+    skipped_ids = []  # of unchanged files: their extraction may not have finished
     pending = []  # loaded documents waiting for one embedding call
     embedding = None  # the previous batch, being embedded in a thread: (future, batch)
 
@@ -150,7 +162,7 @@ def ingest_docs(
         NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include),
         Redactor.from_setting(get_setting(db, REDACT_SETTING)),
         limits_module.Limits.from_setting(get_setting(db, limits_module.SETTING)),
-        None if within is None else [str(r) for r in within], follow_symlinks,
+        None if within is None else [str(r) for r in within], follow_symlinks, sketches,
     )
     # One loading process at most, so near-duplicates are found in file order; ``workers``
     # other than 0 sizes extraction, not loading.
@@ -168,6 +180,7 @@ def ingest_docs(
                 continue
             if outcome == "skipped":
                 result.skipped += 1
+                skipped_ids.append(known[str(path)][0])
                 continue
             if outcome == "special":
                 result.skipped_files.append({"path": str(path), "reason": value})
@@ -188,10 +201,13 @@ def ingest_docs(
         encoder.shutdown(cancel_futures=True)
     if prune:
         result.pruned = prune_missing(db, paths, {str(f) for f in files})
-    if extract and result.doc_ids:
-        from .extract import extract_and_link
+    if extract:
+        from .extract import extract_and_link, unfinished_work
 
-        result.extraction = extract_and_link(db, doc_ids=result.doc_ids, workers=workers)
+        # What a run that died left of the unchanged files' extraction is finished too.
+        doc_ids = sorted(result.doc_ids + skipped_ids)
+        if result.doc_ids or any(unfinished_work(db, skipped_ids).values()):
+            result.extraction = extract_and_link(db, doc_ids=doc_ids, workers=workers)
     _record_run(db, started, paths, result)
     return result
 
@@ -201,10 +217,13 @@ LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedd
 _LOADER = {}
 
 
-def _start_loader(duplicates, skip_if_seen, known, paths, include, redactor, limits, within, follow):
+def _start_loader(
+    duplicates, skip_if_seen, known, paths, include, redactor, limits, within, follow, sketches
+):
     _LOADER.update(
         duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths,
         include=include, redactor=redactor, limits=limits, within=within, follow=follow,
+        sketches=sketches,
     )
     limits_module.activate(limits)
 
@@ -237,6 +256,8 @@ def _prepare_file(path):
         # A generated page stored when it was included is looked at again when it is not.
         and (known[key][2] not in GENERATED_KINDS or known[key][2] in _LOADER["include"])
     ):
+        if key in _LOADER["sketches"]:
+            _LOADER["duplicates"].remember(_LOADER["sketches"][key])
         return path, "skipped", None
     try:
         document = load_document(path, root=_root_for(path, _LOADER["paths"]), data=data)
@@ -245,9 +266,11 @@ def _prepare_file(path):
     if document.generated and document.kind not in _LOADER["include"]:
         return path, "generated", document.generated
     document.redactions = redact_document(document, _LOADER["redactor"])
+    mark = _LOADER["duplicates"].remembered()
     document.blocks, dropped = _LOADER["duplicates"].filter_blocks(
         document.blocks, kinds=("paragraph", "list", "quote")
     )
+    document.sketches = _LOADER["duplicates"].sketches_since(mark)
     chunks = chunk_document(document)
     try:
         limits_module.check_chunks(len(chunks), _LOADER["limits"])
@@ -362,6 +385,10 @@ def _write_document(db, document, chunks, vectors, tags):
         )
         write_embeddings(
             db, "chunks", chunk_ids, vectors, [chunk.embed_text for chunk in chunks]
+        )
+        conn.execute(
+            "insert or replace into dedup_sketches (doc_id, sketches) values (?, ?)",
+            [doc_id, document.sketches],
         )
     return doc_id
 

@@ -408,3 +408,16 @@ def m004_indexes_for_deletes(db):
     scans, a tenth of a second per chunk on python3.11-doc (195,234 relations)."""
     db.execute("CREATE INDEX IF NOT EXISTS idx_relations_chunk ON relations(chunk_id)")
     db.execute("CREATE INDEX IF NOT EXISTS idx_relation_evidence_doc ON relation_evidence(doc_id)")
+
+
+@migrations()
+def m005_dedup_sketches(db):
+    """The near-duplicate state each document added (``dedup.NearDuplicateFilter``): a
+    run that skips an unchanged document remembers its paragraphs from here, so a run
+    resumed after a crash drops the paragraphs one uninterrupted run drops."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS dedup_sketches (\n"
+        "  doc_id INTEGER PRIMARY KEY REFERENCES docs(id) ON DELETE CASCADE,\n"
+        "  sketches BLOB NOT NULL\n"
+        ")"
+    )

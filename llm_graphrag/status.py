@@ -6,11 +6,14 @@ import os
 from .schema import VECTOR_INDEXES, get_setting, schema_version
 
 COUNTED_TABLES = ("docs", "chunks", "mentions", "entities", "relations", "embeddings")
+# What runs that died left undone, with its value when there is none (``unfinished_work``).
+UNFINISHED_WORK = (("pending_extraction", 0), ("pending_refinement", 0), ("suspended_triggers", []))
 
 
 def status(db, watcher=None):
-    """Counts per table, the embedding model, the schema version, the last ingest and
-    the secrets redacted from stored documents per kind.
+    """Counts per table, the embedding model, the schema version, the last ingest, the
+    secrets redacted from stored documents per kind, and what runs that died left undone
+    (``extract.unfinished_work``: the next ``ingest`` or ``extract`` finishes it).
 
     With a watcher running on the database (``watcher``, a ``watch.Watcher`` in this
     process, or the state another process's watcher keeps in ``graphrag_settings``):
@@ -34,6 +37,7 @@ def status(db, watcher=None):
     last_file = db.execute(
         "select path from docs order by ingested_at desc, id desc limit 1"
     ).fetchone()
+    from .extract import unfinished_work
     from .ingest import orphaned_entities
 
     watching = watcher.live_state() if watcher is not None else _watcher_state(db)
@@ -65,6 +69,7 @@ def status(db, watcher=None):
         "ingest_rate": ingest_rate,
         "watcher": watching,
         "redactions": redactions,
+        **unfinished_work(db),
     }
 
 
