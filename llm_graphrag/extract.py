@@ -66,11 +66,17 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     writes (default: one per CPU when the run is large enough, see ``worker_count``; 0
     does everything here). Returns ``{"mentions": N, "entities_new": N, "relations": N}``:
     the documents' mentions and the new entities stored once the graph is refined
-    (``refine.py``), and the relations the documents gave evidence for.
+    (``refine.py``), and the relations the documents gave evidence for. ``force``
+    first takes back what the documents gave before, as ingesting them again would.
     """
     restore_triggers(db)  # a bulk run that died midway left them out
     settings = load_settings(db)
     pending = _pending(db, doc_ids, force)
+    if force and any(p[4] for p in pending):
+        # What the documents gave the graph goes first, as a new ingest of them would take
+        # it: linking them again then finds the graph the others make, not their own.
+        _release(db, [p[0] for p in pending if p[4]])
+        pending = _pending(db, doc_ids, force)
     if not pending:
         return {"mentions": 0, "entities_new": 0, "relations": 0}
     with contextlib.ExitStack() as stack:
@@ -91,6 +97,18 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
         ).fetchone()[0]
         totals["entities_new"] = db.execute("select count(*) from entities where id > ?", [last_entity]).fetchone()[0]
         return totals
+
+
+def _release(db, doc_ids):
+    """Take back what extraction stored for ``doc_ids`` (``ingest.release_extraction``),
+    held co-occurrence evidence included."""
+    from .ingest import release_extraction
+
+    with db.atomic():
+        db.conn.execute(
+            "delete from held_evidence where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
+        )
+        release_extraction(db, doc_ids)
 
 
 # Triggers a bulk run (at least as many documents as were extracted before) suspends:
@@ -442,6 +460,7 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     counts = Counter()
     context_tokens = [_context_tokens(chunk) for chunk in chunks]
     linked = []
+    describes = {}  # entity id -> (rank, index in linked, candidate): the document's best
     for record in extracted.mentions:
         antecedent = record[_ANTECEDENT]
         mention = _Found(record, linked[antecedent] if 0 <= antecedent < len(linked) else None)
@@ -453,9 +472,15 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
         if new:
             created.append(entity)
         if record[_START] is not None:
-            _describe(entity, record, len(linked) - 1, chunks[record[_CHUNK]], extracted)
+            candidate = _description_candidate(record, len(linked) - 1, chunks[record[_CHUNK]], extracted)
+            if candidate is not None:
+                _describe(entity, candidate, chunks[record[_CHUNK]])
+                if candidate[0] > describes.get(entity.id, (-1,))[0]:
+                    describes[entity.id] = (candidate[0], len(linked) - 1, candidate)
     for entity_id, count in counts.items():
         linker.entities[entity_id].popularity += count
+    for _, index, candidate in describes.values():
+        linked[index].describes = candidate
     # Entities nothing mentions any more (the document changed) are forgotten now, so
     # later documents of the batch cannot link to them; ``_write`` deletes their rows.
     gone = [entity_id for entity_id in old_counts if entity_id not in counts]
@@ -537,46 +562,65 @@ class _Prepared:
 class _Found:
     """A mention as linking sees it, made here from its worker's record."""
 
-    __slots__ = ("surface", "type", "name", "norm", "snippet", "antecedent", "entity", "link_score", "record")
+    __slots__ = (
+        "surface", "type", "name", "norm", "snippet", "antecedent", "entity", "link_score", "record", "describes",
+    )
 
     def __init__(self, record, antecedent):
         self.surface, self.type, self.snippet = record[_SURFACE], record[_TYPE], record[_SNIPPET]
         self.name, self.norm = record[_NAME], record[_NORM]
         self.antecedent, self.entity, self.link_score, self.record = antecedent, None, None, record
+        self.describes = None  # (rank, sentence start, end) when it describes its entity best here
 
 
 _EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
 
 
-def _describe(entity, record, position, chunk, extracted):
-    """Keep the best sentence seen so far as the entity's description.
+def _description_candidate(record, position, chunk, extracted):
+    """``(rank, sentence start, sentence end)``: the sentence a mention offers as its
+    entity's description, in its chunk, or None.
 
-    Better means, in this order: from the entity's own home (a document whose title names
+    The rank orders candidates: from the entity's own home (a document whose title names
     it, a section whose heading does, or the paragraph after an API signature such as
-    ``class `CsrfViewMiddleware`:``), then a sentence that defines it ("X is a ..."), then
-    any sentence of the text that is not a heading or a pronoun's. Ties keep the first.
+    ``class `CsrfViewMiddleware`:``) counts 4, a sentence that defines it ("X is a ...")
+    2, any sentence of the text that is not a heading, a pronoun's or the name alone 1.
+    ``refine.canonical_names`` takes the best over all current mentions, the first in
+    path and text order among equals.
     """
-    if entity.home and entity.defined and entity.description is not None:
-        return  # a defining sentence from its home: nothing ranks higher
-    spans = extracted.spans[chunk.id]
+    spans = extracted.spans.get(chunk.id)
     index = record[_SENTENCE]
-    start = record[_START]
-    home = _at_home(entity.norm, chunk, start)
+    if not spans or index is None or index >= len(spans):
+        return None
+    home = _at_home(record[_NORM], chunk, record[_START])
     defining = position in extracted.defining
     if record[_TYPE] == "code" and index + 1 < len(spans) and _SIGNATURE.fullmatch(chunk.text, *spans[index]):
         index, home, defining = index + 1, True, True  # the paragraph an API entry opens
-    plain = not record[_IN_HEADING] and not record[_COREF]
-    current = (entity.home, entity.defined, not _weak(entity.description, entity.name))
-    if entity.description is not None and (home, defining, plain) <= current:
-        return
     s_start, s_end = spans[index]
-    sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
+    plain = not record[_IN_HEADING] and not record[_COREF]
+    plain = plain and not _weak(description_text(chunk.text[s_start:s_end]), record[_NAME])
+    return 4 * home + 2 * defining + plain, s_start, s_end
+
+
+def description_text(sentence):
+    """A sentence as a description: emphasis markers out, whitespace runs as one space,
+    at most 400 characters."""
+    return " ".join(_EMPHASIS.sub("", sentence).split())[:400]
+
+
+def _describe(entity, candidate, chunk):
+    """Keep the better of the entity's description and a mention's ``candidate`` in memory
+    (for its vector while linking); the first among equals."""
+    rank, s_start, s_end = candidate
+    if entity.description is not None and rank <= entity.rank:
+        return
+    sentence = description_text(chunk.text[s_start:s_end])
+    entity.rank = rank
     if entity.description != sentence:
         entity.description = sentence
         entity.changed = True
         entity.reembed = True
-    if (entity.home, entity.defined) != (home, defining):
-        entity.home, entity.defined = home, defining
+    if (entity.home, entity.defined) != (bool(rank & 4), bool(rank & 2)):
+        entity.home, entity.defined = bool(rank & 4), bool(rank & 2)
         entity.changed = True
 
 
@@ -627,8 +671,8 @@ def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extr
     """Add one piece of evidence for ``src rel dst``; its strongest sets the relation's."""
     if src is None or dst is None or src is dst:
         return
-    if rel in SYMMETRIC and src.id > dst.id:
-        src, dst = dst, src
+    if rel in SYMMETRIC and _canonical(src) > _canonical(dst):
+        src, dst = dst, src  # one direction, whichever entity was linked first
     key = (src.id, dst.id, rel)
     entry = relations.get(key)
     if entry is None:
@@ -643,6 +687,11 @@ def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extr
     if confidence > entry["confidence"]:
         entry["confidence"] = confidence
         entry["chunk_id"] = chunk_id
+
+
+def _canonical(entity):
+    """Which way a symmetric relation points: from the entity first in this order."""
+    return entity.norm, entity.type, entity.id
 
 
 def _squash(sentence):
@@ -677,6 +726,7 @@ def _write(db, prepared, encode, known, counting=False):
             r for (r,) in conn.execute(f"select distinct relation_id from relation_evidence where {in_doc}", [doc_id])
         ]
         conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
+        conn.execute("delete from held_evidence where doc_id = ?", [doc_id])
         conn.execute("delete from mentions where doc_id = ?", [doc_id])
     now = _now()
     popularity = Counter(p.counts)
@@ -735,6 +785,15 @@ def _write(db, prepared, encode, known, counting=False):
         ],
     )
     existing.update((key, (relation_id, 0)) for key, relation_id in fresh.items())
+    # Evidence refinement held back from a relation judged too weak (refine.py) rejoins it.
+    held = _held_rows(conn, [key for key in fresh if key[2] in HELD_RELATIONS])
+    if held:
+        conn.executemany("delete from held_evidence where rowid = ?", [(row[0],) for row in held])
+        if counting:
+            conn.executemany(
+                "update relations set evidence_count = evidence_count + 1 where id = ?",
+                [(fresh[row[1]],) for row in held],
+            )
     relation_ids = []
     new_facts = []
     evidence_rows = []
@@ -745,6 +804,7 @@ def _write(db, prepared, encode, known, counting=False):
             new_facts.append((relation_id, key, relations[key]["fact"]))
         for (chunk_id, sentence), (confidence, extractor) in sorted(relations[key]["evidence"].items()):
             evidence_rows.append((relation_id, chunk_id, doc_id, sentence, confidence, extractor))
+    evidence_rows.extend((fresh[key], *row) for _, key, *row in held)
     conn.executemany(
         "insert into relation_evidence (relation_id, chunk_id, doc_id, sentence, confidence, extractor) "
         "values (?, ?, ?, ?, ?, ?)",
@@ -803,6 +863,25 @@ def _relation_rows(conn, keys, size=256):
         ):
             found[(src_id, dst_id, rel)] = (relation_id, evidence_count)
     return found
+
+
+HELD_RELATIONS = ("related_to",)  # the relations refine.score_cooccurrence may hold back
+
+
+def _held_rows(conn, keys, size=256):
+    """``[(rowid, key, chunk_id, doc_id, sentence, confidence, extractor)]``: held
+    evidence of the relations ``keys``."""
+    rows = []
+    for start in range(0, len(keys), size):
+        batch = _padded(keys[start : start + size])
+        marks = ", ".join("(?, ?, ?)" for _ in batch)
+        for rowid, src, dst, rel, *rest in conn.execute(
+            "select rowid, src_id, dst_id, rel, chunk_id, doc_id, sentence, confidence, extractor "
+            f"from held_evidence where (src_id, dst_id, rel) in (values {marks}) order by rowid",
+            [value for key in batch for value in key],
+        ):
+            rows.append((rowid, (src, dst, rel), *rest))
+    return rows
 
 
 def _padded(batch):
@@ -887,8 +966,11 @@ def _mention_rows(prepared):
     rows = []
     for m in prepared.linked:
         r = m.record
+        meta = r[_META]
+        if m.describes is not None:
+            meta = f'{meta[:-1]}, "describes": [{m.describes[0]}, {m.describes[1]}, {m.describes[2]}]}}'
         rows.append((
             m.entity.id if m.entity is not None else None, doc_id, chunk_ids[r[_CHUNK]], r[_START], r[_END],
-            r[_SURFACE], r[_TYPE], r[_SCORE], m.link_score, r[_FEATURES_JSON], r[_SNIPPET], r[_META],
+            r[_SURFACE], r[_TYPE], r[_SCORE], m.link_score, r[_FEATURES_JSON], r[_SNIPPET], meta,
         ))
     return rows

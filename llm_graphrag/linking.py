@@ -38,7 +38,8 @@ class Entity:
     description: str | None = None
     popularity: int = 0
     defined: bool = False
-    home: bool = False  # described from its own page or section (see extract._describe)
+    home: bool = False  # described from its own page or section (see extract._description_candidate)
+    rank: int = -1  # the description's rank (see extract._description_candidate)
     new: bool = False
     changed: bool = False
     reembed: bool = False
@@ -149,10 +150,11 @@ class Linker:
         entities = []
         for id, type, name, norm, aliases, description, popularity, meta in rows:
             meta = json.loads(meta) if meta else {}
+            home, defined = bool(meta.get("home")), bool(meta.get("defined"))
             entities.append(
                 Entity(
                     id, type, name, norm, json.loads(aliases or "[]"), description, popularity or 0,
-                    bool(meta.get("defined")), bool(meta.get("home")),
+                    defined, home, 4 * home + 2 * defined + 1 if description else -1,
                 )
             )
         max_id = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]

@@ -73,6 +73,7 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None):
         mode = getattr(settings, "cooccurrence", "significant")
         result["cooccurrence_dropped"] = score_cooccurrence(db, drop=mode == "significant")
         result["renamed"] = canonical_names(db, embed_related=getattr(settings, "embed_related_facts", False))
+        relation_values(db)
     finally:
         db.conn.execute("drop table if exists temp.refine_scope")
     return result
@@ -253,7 +254,7 @@ def score_cooccurrence(db, drop=True):
         values.update(llr=round(g2, 3), pmi=round(math.log2(both * total_here / (a * b)), 3), kind="cooccurrence")
         scores.append((json.dumps(values, sort_keys=True), relation_id))
     db.conn.executemany("update relations set meta = ? where id = ?", scores)
-    return _delete_relations(db, weak) if drop else 0
+    return _hold_relations(db, weak) if drop else 0
 
 
 def _batches(items, size=500):
@@ -268,6 +269,19 @@ def _edge_table(db, edges):
     db.conn.executemany("insert into temp.cooccurrence_edges values (?, ?, ?)", [e[:3] for e in edges])
 
 
+def _hold_relations(db, ids):
+    """Delete the relations ``ids``, keeping their evidence in ``held_evidence``, where a
+    later document's evidence for the same pair finds it (``extract._write``)."""
+    for batch in _batches(ids):
+        db.conn.execute(
+            "insert into held_evidence (src_id, dst_id, rel, chunk_id, doc_id, sentence, confidence, extractor) "
+            "select r.src_id, r.dst_id, r.rel, e.chunk_id, e.doc_id, e.sentence, e.confidence, e.extractor "
+            f"from relation_evidence e join relations r on r.id = e.relation_id where r.id in ({', '.join('?' for _ in batch)})",
+            batch,
+        )
+    return _delete_relations(db, ids)
+
+
 def _delete_relations(db, ids):
     for batch in _batches(ids):
         db.conn.execute(f"delete from relations where id in ({', '.join('?' for _ in batch)})", batch)
@@ -279,62 +293,119 @@ def _delete_relations(db, ids):
 
 
 def canonical_names(db, embed_related=False):
-    """Name every entity by its most frequent surface name; others become aliases.
+    """Name, alias and describe every entity from all its current mentions; returns how
+    many entities were renamed.
 
-    Names are counted over mentions with a span (pronouns that stand for the entity and
-    titles do not count; an entity mentioned once keeps the name it was made with); ties keep the current name, else prefer lower case for a concept
-    or term (capitals for a name or code), then the first in sorted order.
-    Facts that quote a renamed entity are rewritten, and their vectors and the entity's
-    recomputed. Returns how many entities were renamed.
+    The name is the most frequent surface name over mentions with a span (pronouns that
+    stand for the entity and titles do not count); ties prefer lower case for a concept or
+    term (capitals for a name or code), then the first in sorted order. Aliases are the
+    names and surfaces of those mentions, most frequent first. The description is the best
+    candidate sentence a document offered (``extract._description_candidate``: from the
+    entity's home, defining it, plain text), the first in path order among equals. Each is
+    a function of the mentions stored, whatever order documents were linked in. Facts that
+    quote a renamed entity are rewritten, and their vectors and the entity's recomputed.
     """
     counts = defaultdict(Counter)
-    for entity_id, name, n in db.execute(
+    surfaces = defaultdict(Counter)
+    for entity_id, name, surface, n in db.execute(
         """
-        select entity_id, json_extract(meta, '$.name'), count(*) from mentions
-        where entity_id in (
-            select entity_id from temp.refine_scope join entities on id = entity_id where popularity > 1
-          ) and span_start is not null
+        select entity_id, json_extract(meta, '$.name'), surface, count(*) from mentions
+        where entity_id in (select entity_id from temp.refine_scope) and span_start is not null
           and features not like '%"coref": true%'
-        group by entity_id, json_extract(meta, '$.name')
+        group by entity_id, json_extract(meta, '$.name'), surface
         """
     ):
         if name:
             counts[entity_id][name] += n
-    renamed, aliased = {}, {}
-    for entity_id, typ, name, aliases in db.execute(
-        "select id, type, name, aliases from entities where id in (select entity_id from temp.refine_scope)"
+            surfaces[entity_id][name] += n
+        surface = " ".join((surface or "").split())
+        if surface and surface != name:
+            surfaces[entity_id][surface] += n
+    described = _best_descriptions(db)
+    renamed, changed = {}, []
+    for entity_id, typ, name, aliases, description, meta in db.execute(
+        "select id, type, name, aliases, description, meta from entities "
+        "where id in (select entity_id from temp.refine_scope)"
     ).fetchall():
         names = counts.get(entity_id)
-        if not names:
-            continue
-        best = max(names.values())
-        tied = sorted(n for n, c in names.items() if c == best)
-        # A tie between "Frogs" and "frogs" is a sentence's first word (lowered) against
-        # the word: a concept takes the lower case, a name or code the capitals.
-        lower_first = typ in WORD_TYPES
-        chosen = name if name in tied else min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
-        known = json.loads(aliases or "[]")
-        before = list(known)
-        for other in [name] + sorted(names, key=lambda n: (-names[n], n)):
-            if other != chosen and other not in known and len(known) < 50:
-                known.append(other)
+        chosen, known = name, json.loads(aliases or "[]")
+        if names:
+            best = max(names.values())
+            tied = sorted(n for n, c in names.items() if c == best)
+            # A tie between "Frogs" and "frogs" is a sentence's first word (lowered) against
+            # the word: a concept takes the lower case, a name or code the capitals.
+            lower_first = typ in WORD_TYPES
+            chosen = min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
+            seen = surfaces[entity_id]
+            known = sorted(seen, key=lambda n: (-seen[n], n))[:MAX_ALIASES]
+        text, flags = described.get(entity_id, (description, None))
+        values = json.loads(meta) if meta else {}
+        if flags is not None:
+            values = {**values, **flags}
+        new_meta = json.dumps(values) if values or meta else meta
+        if (chosen, known, text, new_meta) != (name, json.loads(aliases or "[]"), description, meta):
+            changed.append((chosen, json.dumps(known), text, new_meta, entity_id, chosen != name or text != description))
         if chosen != name:
-            renamed[entity_id] = (chosen, known)
-        elif known != before:
-            aliased[entity_id] = known
+            renamed[entity_id] = chosen
     db.conn.executemany(
-        "update entities set aliases = ? where id = ?",
-        [(json.dumps(aliases), entity_id) for entity_id, aliases in sorted(aliased.items())],
+        "update entities set name = ?, aliases = ?, description = ?, meta = ? where id = ?",
+        [row[:5] for row in sorted(changed, key=lambda r: r[4])],
     )
-    if not renamed:
-        return 0
-    db.conn.executemany(
-        "update entities set name = ?, aliases = ? where id = ?",
-        [(name, json.dumps(aliases), entity_id) for entity_id, (name, aliases) in sorted(renamed.items())],
-    )
-    _rewrite_facts(db, set(renamed), embed_related)
-    _reembed_entities(db, sorted(renamed))
+    if renamed:
+        _rewrite_facts(db, set(renamed), embed_related)
+    _reembed_entities(db, sorted(row[4] for row in changed if row[5]))
     return len(renamed)
+
+
+MAX_ALIASES = 50
+
+
+def _best_descriptions(db):
+    """``{entity id: (sentence, {"defined": .., "home": ..})}``: the best description
+    candidate among the mentions of the entities in scope (see ``canonical_names``)."""
+    from .extract import description_text
+
+    rows = db.execute(
+        """
+        select entity_id, describes, content from (
+          select m.entity_id, json_extract(m.meta, '$.describes') as describes, c.content,
+            row_number() over (
+              partition by m.entity_id
+              order by json_extract(m.meta, '$.describes[0]') desc, d.path, c.seq, m.span_start
+            ) as rank
+          from mentions m join chunks c on c.id = m.chunk_id join docs d on d.id = m.doc_id
+          where m.entity_id in (select entity_id from temp.refine_scope)
+            and m.meta like '%"describes"%'
+        ) where rank = 1
+        """
+    ).fetchall()
+    found = {}
+    for entity_id, describes, content in rows:
+        rank, start, end = json.loads(describes)
+        found[entity_id] = (
+            description_text(content[start:end]), {"defined": bool(rank & 2), "home": bool(rank & 4)}
+        )
+    return found
+
+
+def relation_values(db):
+    """Weight, confidence and source chunk of the relations of entities in scope, from
+    their evidence: the weight is the sum of its confidences (in ten-thousandths, summed
+    as integers so that no order of adding changes it), the confidence the highest, the
+    chunk that of the most confident evidence (the first in path order among equals)."""
+    db.conn.execute(
+        """
+        update relations set
+          weight = (select total(cast(round(e.confidence * 10000) as integer)) from relation_evidence e
+                    where e.relation_id = relations.id) / 10000.0,
+          confidence = (select max(e.confidence) from relation_evidence e where e.relation_id = relations.id),
+          chunk_id = (select e.chunk_id from relation_evidence e join chunks c on c.id = e.chunk_id
+                      join docs d on d.id = e.doc_id where e.relation_id = relations.id
+                      order by e.confidence desc, d.path, c.seq, e.sentence limit 1)
+        where (src_id in (select entity_id from temp.refine_scope) or dst_id in (select entity_id from temp.refine_scope))
+          and exists (select 1 from relation_evidence e where e.relation_id = relations.id)
+        """
+    )
 
 
 def _rewrite_facts(db, entity_ids, embed_related):

@@ -408,3 +408,29 @@ def m004_indexes_for_deletes(db):
     scans, a tenth of a second per chunk on python3.11-doc (195,234 relations)."""
     db.execute("CREATE INDEX IF NOT EXISTS idx_relations_chunk ON relations(chunk_id)")
     db.execute("CREATE INDEX IF NOT EXISTS idx_relation_evidence_doc ON relation_evidence(doc_id)")
+
+
+@migrations()
+def m005_held_cooccurrence(db):
+    """Evidence of co-occurrence edges refinement judged too weak (``refine.py``), held
+    instead of deleted: a later document's evidence for the same pair brings it back, so
+    the graph does not depend on the order documents came in. Goes with its chunk,
+    document or either entity."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS held_evidence (
+          src_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+          dst_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+          rel TEXT NOT NULL,
+          chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          sentence TEXT,
+          confidence REAL,
+          extractor TEXT
+        );
+        CREATE INDEX IF NOT EXISTS idx_held_evidence_pair ON held_evidence(src_id, dst_id, rel);
+        CREATE INDEX IF NOT EXISTS idx_held_evidence_dst ON held_evidence(dst_id);
+        CREATE INDEX IF NOT EXISTS idx_held_evidence_chunk ON held_evidence(chunk_id);
+        CREATE INDEX IF NOT EXISTS idx_held_evidence_doc ON held_evidence(doc_id);
+        """
+    )
