@@ -33,8 +33,8 @@ from .extraction import (
     salient_terms,
     subject_mention,
 )
-from .linking import Linker, entity_text
-from .refine import generic_norms, refine_graph
+from .linking import Linker, entity_text, type_order
+from .refine import generic_norms, no_longer_generic, refine_graph
 
 # Mentions that may name a generic word ("service", "Service" opening a heading): code,
 # standards and the like never do.
@@ -68,6 +68,9 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     the documents' mentions and the new entities stored once the graph is refined
     (``refine.py``), and the relations the documents gave evidence for. ``force``
     first takes back what the documents gave before, as ingesting them again would.
+    Documents linked before in a way the graph now links otherwise (``_misplaced_generic``,
+    ``_lost_heads``) are extracted again, so the graph is the same whatever order
+    documents came in.
     """
     restore_triggers(db)  # a bulk run that died midway left them out
     settings = load_settings(db)
@@ -79,36 +82,110 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
         pending = _pending(db, doc_ids, force)
     if not pending:
         return {"mentions": 0, "entities_new": 0, "relations": 0}
+    last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
+    totals, again = _run(db, pending, settings, progress, workers)
+    for _ in range(AGAIN_ROUNDS):
+        if not again:
+            break
+        _, again = _run(db, _pending(db, again, True), settings, None, workers)
+    # What is stored once refined: the documents' mentions, and the entities made.
+    doc_ids = [p[0] for p in pending]
+    totals["mentions"] = db.execute(
+        "select count(*) from mentions where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
+    ).fetchone()[0]
+    totals["entities_new"] = db.execute("select count(*) from entities where id > ?", [last_entity]).fetchone()[0]
+    return totals
+
+
+AGAIN_ROUNDS = 3  # how many times documents linked before may be extracted again, at most
+
+
+def _run(db, pending, settings, progress, workers):
+    """Extract, link and refine the ``pending`` documents; returns their totals and the
+    documents to extract again (``_misplaced_generic``, ``_lost_heads``)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(parallel.gc_paused())
         bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db))
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
-        totals = _extract(db, pending, settings, progress, workers)
+        totals, linked_before = _extract(db, pending, settings, progress, workers)
         # What the whole corpus decides: generic entities, significant co-occurrence,
-        # canonical names (a bulk run refines everything, a small one what it touched).
+        # canonical names (a bulk run refines everything, a small one what it touched:
+        # the entities the documents mention, and those they mentioned before).
         doc_ids = [p[0] for p in pending]
         with db.atomic():
-            refine_graph(db, settings, None if bulk else doc_ids)
-        # What is stored once refined: the documents' mentions, and the entities made.
-        totals["mentions"] = db.execute(
-            "select count(*) from mentions where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
-        ).fetchone()[0]
-        totals["entities_new"] = db.execute("select count(*) from entities where id > ?", [last_entity]).fetchone()[0]
-        return totals
+            if bulk:
+                refine_graph(db, settings)
+            else:
+                mentioned = [e for (e,) in db.execute(
+                    "select distinct entity_id from mentions where entity_id is not null and "
+                    "doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
+                )]
+                refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before))
+    again = set(_misplaced_generic(db, doc_ids)) | set(_lost_heads(db, last_entity))
+    with db.atomic():
+        again |= set(no_longer_generic(db))
+    return totals, sorted(again)
+
+
+def settle(db, workers=None):
+    """After documents went: extract again those the graph now links otherwise (generic
+    mentions whose entity of highest priority went, words no longer generic)."""
+    norms = [n for (n,) in db.execute("select norm from entities group by norm having count(*) > 1")]
+    with db.atomic():
+        again = set(_misplaced_generic(db, norms=norms)) | set(no_longer_generic(db))
+    settings = load_settings(db)
+    for _ in range(AGAIN_ROUNDS):
+        if not again:
+            break
+        _, again = _run(db, _pending(db, sorted(again), True), settings, None, workers)
 
 
 def _release(db, doc_ids):
     """Take back what extraction stored for ``doc_ids`` (``ingest.release_extraction``),
-    held co-occurrence evidence included."""
+    held co-occurrence evidence and dropped heads and words included."""
     from .ingest import release_extraction
 
     with db.atomic():
-        db.conn.execute(
-            "delete from held_evidence where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
-        )
+        for table in ("held_evidence", "dropped_heads", "dropped_words"):
+            db.conn.execute(f"delete from {table} where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)])
         release_extraction(db, doc_ids)
+
+
+def _misplaced_generic(db, doc_ids=(), norms=None):
+    """Documents whose generic mentions (concepts, terms, names) of a name ``doc_ids``
+    mention (or of ``norms``) are linked to an entity that is not the first of that name
+    in ``linking.type_order``: one of higher priority came after they were linked."""
+    if norms is None:
+        norms = [n for (n,) in db.execute(
+            "select distinct e.norm from mentions m join entities e on e.id = m.entity_id "
+            "where m.doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
+        )]
+    by_norm = {}
+    for entity_id, typ, norm in db.execute(
+        "select id, type, norm from entities where norm in (select value from json_each(?)) order by id",
+        [json.dumps(norms)],
+    ):
+        by_norm.setdefault(norm, []).append((type_order(typ), entity_id))
+    found = set()
+    for entities in by_norm.values():
+        for _, entity_id in sorted(entities)[1:]:
+            found.update(d for (d,) in db.execute(
+                "select distinct doc_id from mentions where entity_id = ? and type in ('concept', 'term', 'name') "
+                "and features not like '%\"coref\": true%'", [entity_id]
+            ))
+    return found
+
+
+def _lost_heads(db, last_entity):
+    """Documents whose mentions of a name refinement dropped as bare compound heads
+    ("clock" of "synchronised clock", with no entity of its own then) when this run made
+    an entity of that name: linked again, the heads go with it."""
+    return [d for (d,) in db.execute(
+        "select distinct h.doc_id from dropped_heads h join entities e on e.norm = h.norm where e.id > ?",
+        [last_entity],
+    )]
 
 
 # Triggers a bulk run (at least as many documents as were extracted before) suspends:
@@ -129,7 +206,8 @@ def _extracted_count(db):
 
 
 def _extract(db, pending, settings, progress, workers):
-    """``extract_and_link`` of the ``pending`` documents (see ``_pending``)."""
+    """``extract_and_link`` of the ``pending`` documents (see ``_pending``); returns the
+    totals and the entities their earlier extraction linked to."""
     totals = {"mentions": 0, "entities_new": 0, "relations": 0}
     from .embeddings import embedder_for
 
@@ -172,7 +250,7 @@ def _extract(db, pending, settings, progress, workers):
             initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
             ahead=EXTRACT_AHEAD, nice=WORKER_NICENESS,
         )
-        touched = set()
+        touched, linked_before = set(), set()
         for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
             if progress:
                 progress(path)
@@ -181,6 +259,7 @@ def _extract(db, pending, settings, progress, workers):
                 embed, batch, known,
             )
             batch.add(prepared)
+            linked_before.update(prepared.old_counts)
             totals["mentions"] += prepared.mention_count
             totals["entities_new"] += len(prepared.created)
             if batch.full():
@@ -188,7 +267,7 @@ def _extract(db, pending, settings, progress, workers):
                 batch = _Batch()
         touched.update(_flush(db, batch, linker, embedder, known))
     totals["relations"] = len(touched)
-    return totals
+    return totals, linked_before
 
 
 class _Batch:
@@ -382,6 +461,7 @@ class _Extracted:
     sentences: list  # the candidates' sentences, whitespace runs squashed
     spans: dict  # chunk id -> the chunk's sentence spans
     defining: set  # indexes of the mentions whose sentence defines them
+    left_out: list  # norms of generic words mentioned, left out (refine.generic_norms)
 
 
 def _extract_document(document):
@@ -408,9 +488,11 @@ def _extract_document(document):
     ordered = [(0, subject)] if subject is not None and chunks else []
     ordered.extend((index, m) for index, mentions in enumerate(per_chunk) for m in mentions)
     generic = context.generic
+    left_out = []
     if generic:
         # Words the corpus found generic (refine.py) name no entity: left out after the
         # relations were found, as a whole run removes them, with their relations, after.
+        left_out = sorted({m.norm for _, m in ordered if m.type in GENERIC_MENTION_TYPES and m.norm in generic})
         ordered = [(i, m) for i, m in ordered if not (m.type in GENERIC_MENTION_TYPES and m.norm in generic)]
     position = {m: i for i, (_, m) in enumerate(ordered)}
     rows, spans, defining = [], {}, set()
@@ -436,7 +518,7 @@ def _extract_document(document):
                 sentence = squashed[c.sentence] = _squash(c.sentence)
             number = sentence_index.setdefault(sentence, len(sentence_index))
             found.append((index, src, dst, c.rel, c.weight, c.proximity, number, c.extractor))
-    return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining)
+    return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining, left_out)
 
 
 def _prepare_document(db, extracted, chunks, content_hash, extracted_before, context, linker, embed, batch, known):
@@ -727,7 +809,12 @@ def _write(db, prepared, encode, known, counting=False):
         ]
         conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
         conn.execute("delete from held_evidence where doc_id = ?", [doc_id])
+        conn.execute("delete from dropped_heads where doc_id = ?", [doc_id])
+        conn.execute("delete from dropped_words where doc_id = ?", [doc_id])
         conn.execute("delete from mentions where doc_id = ?", [doc_id])
+    conn.executemany(
+        "insert or ignore into dropped_words (doc_id, norm) values (?, ?)", [(doc_id, n) for n in extracted.left_out]
+    )
     now = _now()
     popularity = Counter(p.counts)
     popularity.subtract(p.old_counts)

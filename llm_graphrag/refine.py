@@ -22,6 +22,8 @@ import math
 from collections import Counter, defaultdict
 from functools import lru_cache
 
+from .extraction import GENERIC_TYPES
+from .linking import type_order
 from .relations import fact_text
 
 # A word in more than this share of documents tells none of them apart...
@@ -101,10 +103,11 @@ def _set_scope(db, doc_ids, entity_ids=None):
 # Generic entities
 
 
-def generic_entity_ids(db):
+def generic_entity_ids(db, with_heads=False):
     """Entities that identify nothing: ids, in order.
 
-    A one-word concept or term in the stop-word list, or a word of general English
+    A one-word concept or term in the stop-word list (by its norm, as ``no_longer_generic``
+    judges it again: "closes" is "close"), or a word of general English
     (``common_word``) in too many documents, any
     one-word entity whose name is a stop word ("None", "self"), and any entity all of whose
     mentions are heads of a longer phrase (a head is one word: only one-word names are read).
@@ -112,10 +115,10 @@ def generic_entity_ids(db):
     documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
     words = stop_words()
-    found = []
-    for entity_id, typ, name, df, mentions, heads in db.execute(
+    found, all_heads = [], []
+    for entity_id, typ, name, norm, df, mentions, heads in db.execute(
         """
-        select e.id, e.type, e.name, count(distinct m.doc_id), count(m.id),
+        select e.id, e.type, e.name, e.norm, count(distinct m.doc_id), count(m.id),
           sum(m.features like '%"head": true%')
         from entities e join mentions m on m.entity_id = e.id
         where e.status = 'active' and instr(e.name, ' ') = 0
@@ -127,11 +130,12 @@ def generic_entity_ids(db):
         low = name.lower()
         if heads == mentions:
             found.append(entity_id)
-        elif single and low in words:
+            all_heads.append(entity_id)
+        elif single and (low in words or typ in WORD_TYPES and norm in words):
             found.append(entity_id)
         elif single and typ in WORD_TYPES and name.islower() and df >= frequent and common_word(low):
             found.append(entity_id)
-    return found
+    return (found, all_heads) if with_heads else found
 
 
 GENERIC_SETTING = "generic_words"  # norms found generic, kept so that they stay so
@@ -147,10 +151,17 @@ def generic_norms(db):
 
 def drop_generic_entities(db):
     """Delete generic entities with their mentions (relations and vectors go with them);
-    the norms of generic words (not of bare heads) are kept for later runs."""
+    the norms of generic words (not of bare heads) are kept for later runs, and those of
+    bare heads in ``dropped_heads`` with their documents (``extract._lost_heads``)."""
     from .schema import get_setting, set_setting
 
-    ids = generic_entity_ids(db)
+    ids, heads = generic_entity_ids(db, with_heads=True)
+    for batch in _batches(heads):
+        db.conn.execute(
+            "insert or ignore into dropped_heads (doc_id, norm) select distinct m.doc_id, e.norm "
+            f"from mentions m join entities e on e.id = m.entity_id where e.id in ({', '.join('?' for _ in batch)})",
+            batch,
+        )
     if ids:
         words = set(get_setting(db, GENERIC_SETTING, []) or [])
         for batch in _batches(ids):
@@ -163,11 +174,45 @@ def drop_generic_entities(db):
                 )
             )
         set_setting(db, GENERIC_SETTING, sorted(words))
+        for batch in _batches(ids):
+            db.conn.execute(
+                "insert or ignore into dropped_words (doc_id, norm) select distinct m.doc_id, e.norm from mentions m "
+                f"join entities e on e.id = m.entity_id where e.id in ({', '.join('?' for _ in batch)}) "
+                "and e.norm in (select value from json_each(?))",
+                [*batch, json.dumps(sorted(words))],
+            )
     for batch in _batches(ids):
         marks = ", ".join("?" for _ in batch)
         db.conn.execute(f"delete from mentions where entity_id in ({marks})", batch)
         db.conn.execute(f"delete from entities where id in ({marks})", batch)
     return len(ids)
+
+
+def no_longer_generic(db):
+    """Take out of the ``generic_words`` setting the words that are no longer generic now
+    (call inside a transaction): found in too few documents for the corpus as it is (their
+    documents in ``dropped_words``); stop words stay. Returns the documents that left them
+    out, to extract again."""
+    from .schema import get_setting, set_setting
+
+    words = get_setting(db, GENERIC_SETTING, []) or []
+    if not words:
+        return []
+    documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
+    frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
+    stop = stop_words()
+    df = dict(db.execute(
+        "select norm, count(*) from dropped_words where norm in (select value from json_each(?)) group by norm",
+        [json.dumps(words)],
+    ).fetchall())
+    gone = [w for w in words if w not in stop and df.get(w, 0) < frequent]
+    if not gone:
+        return []
+    set_setting(db, GENERIC_SETTING, [w for w in words if w not in gone])
+    return [d for (d,) in db.execute(
+        "select distinct doc_id from dropped_words where norm in (select value from json_each(?)) order by doc_id",
+        [json.dumps(gone)],
+    )]
 
 
 # ---------------------------------------------------------------------------------------
@@ -322,7 +367,18 @@ def canonical_names(db, embed_related=False):
         if surface and surface != name:
             surfaces[entity_id][surface] += n
     described = _best_descriptions(db)
-    renamed, changed = {}, []
+    # An entity's type: its own if a mention has it, else (a generic entity, or one whose
+    # mentions of its type went) the first of its mentions' types in linking.type_order.
+    mention_types = {}
+    for entity_id, typ in db.execute(
+        """
+        select entity_id, type from mentions
+        where entity_id in (select entity_id from temp.refine_scope) and features not like '%"coref": true%'
+        group by entity_id, type
+        """
+    ):
+        mention_types.setdefault(entity_id, []).append(typ)
+    renamed, changed, retyped = {}, [], []
     for entity_id, typ, name, aliases, description, meta in db.execute(
         "select id, type, name, aliases, description, meta from entities "
         "where id in (select entity_id from temp.refine_scope)"
@@ -347,10 +403,16 @@ def canonical_names(db, embed_related=False):
             changed.append((chosen, json.dumps(known), text, new_meta, entity_id, chosen != name or text != description))
         if chosen != name:
             renamed[entity_id] = chosen
+        types = mention_types.get(entity_id)
+        if types and (typ in GENERIC_TYPES or typ not in types):
+            kind = min(types, key=type_order)
+            if kind != typ:
+                retyped.append((kind, entity_id))
     db.conn.executemany(
         "update entities set name = ?, aliases = ?, description = ?, meta = ? where id = ?",
         [row[:5] for row in sorted(changed, key=lambda r: r[4])],
     )
+    db.conn.executemany("update entities set type = ? where id = ?", retyped)
     if renamed:
         _rewrite_facts(db, set(renamed), embed_related)
     _reembed_entities(db, sorted(row[4] for row in changed if row[5]))
