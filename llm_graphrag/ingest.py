@@ -174,6 +174,10 @@ def ingest_docs(
         encoder.shutdown(cancel_futures=True)
     if prune:
         result.pruned = prune_missing(db, paths, {str(f) for f in files})
+        if result.pruned and extract:
+            from .extract import settle
+
+            settle(db, workers=workers)  # what the documents' going changes elsewhere
     if extract and result.doc_ids:
         from .extract import extract_and_link
 

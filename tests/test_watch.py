@@ -228,6 +228,26 @@ def test_one_at_a_time_equals_a_clean_ingest_in_linked_tables(tmp_path):
     assert {t for t in LINKED if one_at_a_time[t] != whole[t]} == set()
 
 
+def test_any_order_worker_count_and_delete_equal_a_clean_ingest_in_linked_tables(tmp_path):
+    """Files indexed one at a time in reverse order by worker processes, one of them
+    deleted and pruned at the end, equal a clean ingest of what is left in one process."""
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for source in (A, B, C, D, E, X):
+        shutil.copy(source, folder / source.name)
+    one = open_database(tmp_path / "one.db")
+    for path in sorted(folder.iterdir(), reverse=True):
+        ingest_docs(one, [str(path)], roots=[str(folder)], workers=2)
+    (folder / D.name).unlink()
+    assert ingest_docs(one, [str(folder)], prune=True, workers=2).pruned == 1
+    clean = open_database(tmp_path / "clean.db")
+    ingest_docs(clean, [str(folder)], workers=0)
+    assert_consistent(one)
+    one_at_a_time, whole = snapshot(one), snapshot(clean)
+    assert len(whole["entities"]) > 300 and len(whole["relations"]) > 50
+    assert {t for t in ORDER_FREE + LINKED if one_at_a_time[t] != whole[t]} == set()
+
+
 def test_prune_purges_orphaned_entities(tmp_path):
     folder = tmp_path / "kb"
     shutil.copytree(SAMPLE / "services", folder)
