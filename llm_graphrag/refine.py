@@ -106,10 +106,10 @@ def _set_scope(db, doc_ids, entity_ids=None):
 def generic_entity_ids(db, with_heads=False):
     """Entities that identify nothing: ids, in order.
 
-    A one-word concept or term in the stop-word list (by its norm, as ``no_longer_generic``
-    judges it again: "closes" is "close"), or a word of general English
+    A one-word concept or term in the stop-word list, or a word of general English
     (``common_word``) in too many documents, any
-    one-word entity whose name is a stop word ("None", "self"), and any entity all of whose
+    one-word entity whose name or norm is a stop word ("None", "self"; "values" is
+    "value", whichever of them names it now), and any entity all of whose
     mentions are heads of a longer phrase (a head is one word: only one-word names are read).
     """
     documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
@@ -131,7 +131,7 @@ def generic_entity_ids(db, with_heads=False):
         if heads == mentions:
             found.append(entity_id)
             all_heads.append(entity_id)
-        elif single and (low in words or typ in WORD_TYPES and norm in words):
+        elif single and (low in words or norm in words):
             found.append(entity_id)
         elif single and typ in WORD_TYPES and name.islower() and df >= frequent and common_word(low):
             found.append(entity_id)
@@ -191,8 +191,8 @@ def drop_generic_entities(db):
 def no_longer_generic(db):
     """Take out of the ``generic_words`` setting the words that are no longer generic now
     (call inside a transaction): found in too few documents for the corpus as it is (their
-    documents in ``dropped_words``); stop words stay. Returns the documents that left them
-    out, to extract again."""
+    documents in ``dropped_words``; stop words stay), or the name of an entity of a
+    specific type. Returns the documents that left them out, to extract again."""
     from .schema import get_setting, set_setting
 
     words = get_setting(db, GENERIC_SETTING, []) or []
@@ -205,7 +205,15 @@ def no_longer_generic(db):
         "select norm, count(*) from dropped_words where norm in (select value from json_each(?)) group by norm",
         [json.dumps(words)],
     ).fetchall())
-    gone = [w for w in words if w not in stop and df.get(w, 0) < frequent]
+    # A word with an entity of a specific type (`value` as code) is that entity's name:
+    # its generic mentions link to it, as they would have had it come first.
+    named = {
+        norm for norm, name in db.execute(
+            "select norm, name from entities where norm in (select value from json_each(?)) "
+            "and type not in ('concept', 'term')", [json.dumps(words)],
+        ) if norm not in stop and name.lower() not in stop and " " not in name
+    }
+    gone = [w for w in words if w in named or w not in stop and df.get(w, 0) < frequent]
     if not gone:
         return []
     set_setting(db, GENERIC_SETTING, [w for w in words if w not in gone])
