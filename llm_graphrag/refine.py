@@ -12,7 +12,12 @@ uses corpus statistics to
 - name each entity by its **most frequent surface** in the text, the others becoming
   aliases, and rewrite the facts (and vectors) that quote a changed name.
 
-Each step depends on the stored rows only, not on the order documents were extracted in.
+Each step depends on the stored rows only, not on the order documents were extracted in,
+and what it takes out can come back: weak co-occurrence evidence is held
+(``held_evidence``), and the documents whose bare heads or generic words were left out are
+kept (``dropped_heads``, ``dropped_words``), so that ``extract.py`` links them again when
+the corpus changes its mind. Relations' weights, confidences and source chunks are made
+again from their evidence (``relation_values``).
 """
 
 from __future__ import annotations
