@@ -33,8 +33,8 @@ from .extraction import (
     salient_terms,
     subject_mention,
 )
-from .linking import Linker, entity_text
-from .refine import generic_norms, refine_graph
+from .linking import Linker, entity_text, type_order
+from .refine import generic_norms, no_longer_generic, refine_graph
 
 # Mentions that may name a generic word ("service", "Service" opening a heading): code,
 # standards and the like never do.
@@ -69,15 +69,46 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     writes (default: one per CPU when the run is large enough, see ``worker_count``; 0
     does everything here). Returns ``{"mentions": N, "entities_new": N, "relations": N}``:
     the documents' mentions and the new entities stored once the graph is refined
-    (``refine.py``), and the relations the documents gave evidence for.
+    (``refine.py``), and the relations the documents gave evidence for. ``force``
+    first takes back what the documents gave before, as ingesting them again would.
+    Documents linked before in a way the graph now links otherwise (``_misplaced_generic``,
+    ``_lost_heads``) are extracted again, so the graph is the same whatever order
+    documents came in.
     """
     restore_triggers(db)  # a bulk run that died midway left them out
     settings = load_settings(db)
     pending = _pending(db, doc_ids, force)
+    if force and any(p[4] for p in pending):
+        # What the documents gave the graph goes first, as a new ingest of them would take
+        # it: linking them again then finds the graph the others make, not their own.
+        _release(db, [p[0] for p in pending if p[4]])
+        pending = _pending(db, doc_ids, force)
     # A run that died before it refined the graph: this one refines what it would have.
     unfinished = get_setting(db, RUN_SETTING)
     if not pending and not unfinished:
         return {"mentions": 0, "entities_new": 0, "relations": 0}
+    last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
+    totals, again = _run(db, pending, settings, progress, workers, unfinished)
+    for _ in range(AGAIN_ROUNDS):
+        if not again:
+            break
+        _, again = _run(db, _pending(db, again, True), settings, None, workers)
+    # What is stored once refined: the documents' mentions, and the entities made.
+    doc_ids = [p[0] for p in pending]
+    totals["mentions"] = db.execute(
+        "select count(*) from mentions where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
+    ).fetchone()[0]
+    totals["entities_new"] = db.execute("select count(*) from entities where id > ?", [last_entity]).fetchone()[0]
+    return totals
+
+
+AGAIN_ROUNDS = 3  # how many times documents linked before may be extracted again, at most
+
+
+def _run(db, pending, settings, progress, workers, unfinished=None):
+    """Extract, link and refine the ``pending`` documents; returns their totals and the
+    documents to extract again (``_misplaced_generic``, ``_lost_heads``). ``unfinished``:
+    the run a process that died left (``RUN_SETTING``), refined with this one."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(parallel.gc_paused())
         bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)) or bool(unfinished and unfinished["bulk"])
@@ -87,18 +118,86 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
-        totals = _extract(db, pending, settings, progress, workers) if pending else {"relations": 0}
+        if pending:
+            totals, linked_before = _extract(db, pending, settings, progress, workers)
+        else:
+            totals, linked_before = {"relations": 0}, set()
         # What the whole corpus decides: generic entities, significant co-occurrence,
-        # canonical names (a bulk run refines everything, a small one what it touched).
+        # canonical names (a bulk run refines everything, a small one what it touched:
+        # the entities the documents mention, and those they mentioned before).
         with db.atomic():
-            refine_graph(db, settings, None if bulk else refined)
+            if bulk:
+                refine_graph(db, settings)
+            else:
+                mentioned = [e for (e,) in db.execute(
+                    "select distinct entity_id from mentions where entity_id is not null and "
+                    "doc_id in (select value from json_each(?))", [json.dumps(refined)]
+                )]
+                refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before))
             db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
-        # What is stored once refined: the documents' mentions, and the entities made.
-        totals["mentions"] = db.execute(
-            "select count(*) from mentions where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
-        ).fetchone()[0]
-        totals["entities_new"] = db.execute("select count(*) from entities where id > ?", [last_entity]).fetchone()[0]
-        return totals
+    again = set(_misplaced_generic(db, doc_ids)) | set(_lost_heads(db, last_entity))
+    with db.atomic():
+        again |= set(no_longer_generic(db))
+    return totals, sorted(again)
+
+
+def settle(db, workers=None):
+    """After documents went: extract again those the graph now links otherwise (generic
+    mentions whose entity of highest priority went, words no longer generic)."""
+    norms = [n for (n,) in db.execute("select norm from entities group by norm having count(*) > 1")]
+    with db.atomic():
+        again = set(_misplaced_generic(db, norms=norms)) | set(no_longer_generic(db))
+    settings = load_settings(db)
+    for _ in range(AGAIN_ROUNDS):
+        if not again:
+            break
+        _, again = _run(db, _pending(db, sorted(again), True), settings, None, workers)
+
+
+def _release(db, doc_ids):
+    """Take back what extraction stored for ``doc_ids`` (``ingest.release_extraction``),
+    held co-occurrence evidence and dropped heads and words included."""
+    from .ingest import release_extraction
+
+    with db.atomic():
+        for table in ("held_evidence", "dropped_heads", "dropped_words"):
+            db.conn.execute(f"delete from {table} where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)])
+        release_extraction(db, doc_ids)
+
+
+def _misplaced_generic(db, doc_ids=(), norms=None):
+    """Documents whose generic mentions (concepts, terms, names) of a name ``doc_ids``
+    mention (or of ``norms``) are linked to an entity that is not the first of that name
+    in ``linking.type_order``: one of higher priority came after they were linked."""
+    if norms is None:
+        norms = [n for (n,) in db.execute(
+            "select distinct e.norm from mentions m join entities e on e.id = m.entity_id "
+            "where m.doc_id in (select value from json_each(?))", [json.dumps(doc_ids)]
+        )]
+    by_norm = {}
+    for entity_id, typ, norm in db.execute(
+        "select id, type, norm from entities where norm in (select value from json_each(?)) order by id",
+        [json.dumps(norms)],
+    ):
+        by_norm.setdefault(norm, []).append((type_order(typ), entity_id))
+    found = set()
+    for entities in by_norm.values():
+        for _, entity_id in sorted(entities)[1:]:
+            found.update(d for (d,) in db.execute(
+                "select distinct doc_id from mentions where entity_id = ? and type in ('concept', 'term', 'name') "
+                "and features not like '%\"coref\": true%'", [entity_id]
+            ))
+    return found
+
+
+def _lost_heads(db, last_entity):
+    """Documents whose mentions of a name refinement dropped as bare compound heads
+    ("clock" of "synchronised clock", with no entity of its own then) when this run made
+    an entity of that name: linked again, the heads go with it."""
+    return [d for (d,) in db.execute(
+        "select distinct h.doc_id from dropped_heads h join entities e on e.norm = h.norm where e.id > ?",
+        [last_entity],
+    )]
 
 
 # The run under way: ``{"bulk": bool, "doc_ids": [...]}``, from before its first write
@@ -139,7 +238,8 @@ def _extracted_count(db):
 
 
 def _extract(db, pending, settings, progress, workers):
-    """``extract_and_link`` of the ``pending`` documents (see ``_pending``)."""
+    """``extract_and_link`` of the ``pending`` documents (see ``_pending``); returns the
+    totals and the entities their earlier extraction linked to."""
     totals = {"mentions": 0, "entities_new": 0, "relations": 0}
     from .embeddings import embedder_for
 
@@ -182,7 +282,7 @@ def _extract(db, pending, settings, progress, workers):
             initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
             ahead=EXTRACT_AHEAD, nice=WORKER_NICENESS,
         )
-        touched = set()
+        touched, linked_before = set(), set()
         for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
             if progress:
                 progress(path)
@@ -191,6 +291,7 @@ def _extract(db, pending, settings, progress, workers):
                 embed, batch, known,
             )
             batch.add(prepared)
+            linked_before.update(prepared.old_counts)
             totals["mentions"] += prepared.mention_count
             totals["entities_new"] += len(prepared.created)
             if batch.full():
@@ -198,7 +299,7 @@ def _extract(db, pending, settings, progress, workers):
                 batch = _Batch()
         touched.update(_flush(db, batch, linker, embedder, known))
     totals["relations"] = len(touched)
-    return totals
+    return totals, linked_before
 
 
 class _Batch:
@@ -392,6 +493,7 @@ class _Extracted:
     sentences: list  # the candidates' sentences, whitespace runs squashed
     spans: dict  # chunk id -> the chunk's sentence spans
     defining: set  # indexes of the mentions whose sentence defines them
+    left_out: list  # norms of generic words mentioned, left out (refine.generic_norms)
 
 
 def _extract_document(document):
@@ -418,9 +520,11 @@ def _extract_document(document):
     ordered = [(0, subject)] if subject is not None and chunks else []
     ordered.extend((index, m) for index, mentions in enumerate(per_chunk) for m in mentions)
     generic = context.generic
+    left_out = []
     if generic:
         # Words the corpus found generic (refine.py) name no entity: left out after the
         # relations were found, as a whole run removes them, with their relations, after.
+        left_out = sorted({m.norm for _, m in ordered if m.type in GENERIC_MENTION_TYPES and m.norm in generic})
         ordered = [(i, m) for i, m in ordered if not (m.type in GENERIC_MENTION_TYPES and m.norm in generic)]
     position = {m: i for i, (_, m) in enumerate(ordered)}
     rows, spans, defining = [], {}, set()
@@ -446,7 +550,7 @@ def _extract_document(document):
                 sentence = squashed[c.sentence] = _squash(c.sentence)
             number = sentence_index.setdefault(sentence, len(sentence_index))
             found.append((index, src, dst, c.rel, c.weight, c.proximity, number, c.extractor))
-    return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining)
+    return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining, left_out)
 
 
 def _prepare_document(db, extracted, chunks, content_hash, extracted_before, context, linker, embed, batch, known):
@@ -470,6 +574,7 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     counts = Counter()
     context_tokens = [_context_tokens(chunk) for chunk in chunks]
     linked = []
+    describes = {}  # entity id -> (rank, index in linked, candidate): the document's best
     for record in extracted.mentions:
         antecedent = record[_ANTECEDENT]
         mention = _Found(record, linked[antecedent] if 0 <= antecedent < len(linked) else None)
@@ -481,9 +586,15 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
         if new:
             created.append(entity)
         if record[_START] is not None:
-            _describe(entity, record, len(linked) - 1, chunks[record[_CHUNK]], extracted)
+            candidate = _description_candidate(record, len(linked) - 1, chunks[record[_CHUNK]], extracted)
+            if candidate is not None:
+                _describe(entity, candidate, chunks[record[_CHUNK]])
+                if candidate[0] > describes.get(entity.id, (-1,))[0]:
+                    describes[entity.id] = (candidate[0], len(linked) - 1, candidate)
     for entity_id, count in counts.items():
         linker.entities[entity_id].popularity += count
+    for _, index, candidate in describes.values():
+        linked[index].describes = candidate
     # Entities nothing mentions any more (the document changed) are forgotten now, so
     # later documents of the batch cannot link to them; ``_write`` deletes their rows.
     gone = [entity_id for entity_id in old_counts if entity_id not in counts]
@@ -565,46 +676,65 @@ class _Prepared:
 class _Found:
     """A mention as linking sees it, made here from its worker's record."""
 
-    __slots__ = ("surface", "type", "name", "norm", "snippet", "antecedent", "entity", "link_score", "record")
+    __slots__ = (
+        "surface", "type", "name", "norm", "snippet", "antecedent", "entity", "link_score", "record", "describes",
+    )
 
     def __init__(self, record, antecedent):
         self.surface, self.type, self.snippet = record[_SURFACE], record[_TYPE], record[_SNIPPET]
         self.name, self.norm = record[_NAME], record[_NORM]
         self.antecedent, self.entity, self.link_score, self.record = antecedent, None, None, record
+        self.describes = None  # (rank, sentence start, end) when it describes its entity best here
 
 
 _EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
 
 
-def _describe(entity, record, position, chunk, extracted):
-    """Keep the best sentence seen so far as the entity's description.
+def _description_candidate(record, position, chunk, extracted):
+    """``(rank, sentence start, sentence end)``: the sentence a mention offers as its
+    entity's description, in its chunk, or None.
 
-    Better means, in this order: from the entity's own home (a document whose title names
+    The rank orders candidates: from the entity's own home (a document whose title names
     it, a section whose heading does, or the paragraph after an API signature such as
-    ``class `CsrfViewMiddleware`:``), then a sentence that defines it ("X is a ..."), then
-    any sentence of the text that is not a heading or a pronoun's. Ties keep the first.
+    ``class `CsrfViewMiddleware`:``) counts 4, a sentence that defines it ("X is a ...")
+    2, any sentence of the text that is not a heading, a pronoun's or the name alone 1.
+    ``refine.canonical_names`` takes the best over all current mentions, the first in
+    path and text order among equals.
     """
-    if entity.home and entity.defined and entity.description is not None:
-        return  # a defining sentence from its home: nothing ranks higher
-    spans = extracted.spans[chunk.id]
+    spans = extracted.spans.get(chunk.id)
     index = record[_SENTENCE]
-    start = record[_START]
-    home = _at_home(entity.norm, chunk, start)
+    if not spans or index is None or index >= len(spans):
+        return None
+    home = _at_home(record[_NORM], chunk, record[_START])
     defining = position in extracted.defining
     if record[_TYPE] == "code" and index + 1 < len(spans) and _SIGNATURE.fullmatch(chunk.text, *spans[index]):
         index, home, defining = index + 1, True, True  # the paragraph an API entry opens
-    plain = not record[_IN_HEADING] and not record[_COREF]
-    current = (entity.home, entity.defined, not _weak(entity.description, entity.name))
-    if entity.description is not None and (home, defining, plain) <= current:
-        return
     s_start, s_end = spans[index]
-    sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
+    plain = not record[_IN_HEADING] and not record[_COREF]
+    plain = plain and not _weak(description_text(chunk.text[s_start:s_end]), record[_NAME])
+    return 4 * home + 2 * defining + plain, s_start, s_end
+
+
+def description_text(sentence):
+    """A sentence as a description: emphasis markers out, whitespace runs as one space,
+    at most 400 characters."""
+    return " ".join(_EMPHASIS.sub("", sentence).split())[:400]
+
+
+def _describe(entity, candidate, chunk):
+    """Keep the better of the entity's description and a mention's ``candidate`` in memory
+    (for its vector while linking); the first among equals."""
+    rank, s_start, s_end = candidate
+    if entity.description is not None and rank <= entity.rank:
+        return
+    sentence = description_text(chunk.text[s_start:s_end])
+    entity.rank = rank
     if entity.description != sentence:
         entity.description = sentence
         entity.changed = True
         entity.reembed = True
-    if (entity.home, entity.defined) != (home, defining):
-        entity.home, entity.defined = home, defining
+    if (entity.home, entity.defined) != (bool(rank & 4), bool(rank & 2)):
+        entity.home, entity.defined = bool(rank & 4), bool(rank & 2)
         entity.changed = True
 
 
@@ -655,8 +785,8 @@ def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extr
     """Add one piece of evidence for ``src rel dst``; its strongest sets the relation's."""
     if src is None or dst is None or src is dst:
         return
-    if rel in SYMMETRIC and src.id > dst.id:
-        src, dst = dst, src
+    if rel in SYMMETRIC and _canonical(src) > _canonical(dst):
+        src, dst = dst, src  # one direction, whichever entity was linked first
     key = (src.id, dst.id, rel)
     entry = relations.get(key)
     if entry is None:
@@ -671,6 +801,11 @@ def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extr
     if confidence > entry["confidence"]:
         entry["confidence"] = confidence
         entry["chunk_id"] = chunk_id
+
+
+def _canonical(entity):
+    """Which way a symmetric relation points: from the entity first in this order."""
+    return entity.norm, entity.type, entity.id
 
 
 def _squash(sentence):
@@ -705,7 +840,13 @@ def _write(db, prepared, encode, known, counting=False):
             r for (r,) in conn.execute(f"select distinct relation_id from relation_evidence where {in_doc}", [doc_id])
         ]
         conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
+        conn.execute("delete from held_evidence where doc_id = ?", [doc_id])
+        conn.execute("delete from dropped_heads where doc_id = ?", [doc_id])
+        conn.execute("delete from dropped_words where doc_id = ?", [doc_id])
         conn.execute("delete from mentions where doc_id = ?", [doc_id])
+    conn.executemany(
+        "insert or ignore into dropped_words (doc_id, norm) values (?, ?)", [(doc_id, n) for n in extracted.left_out]
+    )
     now = _now()
     popularity = Counter(p.counts)
     popularity.subtract(p.old_counts)
@@ -763,6 +904,15 @@ def _write(db, prepared, encode, known, counting=False):
         ],
     )
     existing.update((key, (relation_id, 0)) for key, relation_id in fresh.items())
+    # Evidence refinement held back from a relation judged too weak (refine.py) rejoins it.
+    held = _held_rows(conn, [key for key in fresh if key[2] in HELD_RELATIONS])
+    if held:
+        conn.executemany("delete from held_evidence where rowid = ?", [(row[0],) for row in held])
+        if counting:
+            conn.executemany(
+                "update relations set evidence_count = evidence_count + 1 where id = ?",
+                [(fresh[row[1]],) for row in held],
+            )
     relation_ids = []
     new_facts = []
     evidence_rows = []
@@ -773,6 +923,7 @@ def _write(db, prepared, encode, known, counting=False):
             new_facts.append((relation_id, key, relations[key]["fact"]))
         for (chunk_id, sentence), (confidence, extractor) in sorted(relations[key]["evidence"].items()):
             evidence_rows.append((relation_id, chunk_id, doc_id, sentence, confidence, extractor))
+    evidence_rows.extend((fresh[key], *row) for _, key, *row in held)
     conn.executemany(
         "insert into relation_evidence (relation_id, chunk_id, doc_id, sentence, confidence, extractor) "
         "values (?, ?, ?, ?, ?, ?)",
@@ -831,6 +982,25 @@ def _relation_rows(conn, keys, size=256):
         ):
             found[(src_id, dst_id, rel)] = (relation_id, evidence_count)
     return found
+
+
+HELD_RELATIONS = ("related_to",)  # the relations refine.score_cooccurrence may hold back
+
+
+def _held_rows(conn, keys, size=256):
+    """``[(rowid, key, chunk_id, doc_id, sentence, confidence, extractor)]``: held
+    evidence of the relations ``keys``."""
+    rows = []
+    for start in range(0, len(keys), size):
+        batch = _padded(keys[start : start + size])
+        marks = ", ".join("(?, ?, ?)" for _ in batch)
+        for rowid, src, dst, rel, *rest in conn.execute(
+            "select rowid, src_id, dst_id, rel, chunk_id, doc_id, sentence, confidence, extractor "
+            f"from held_evidence where (src_id, dst_id, rel) in (values {marks}) order by rowid",
+            [value for key in batch for value in key],
+        ):
+            rows.append((rowid, (src, dst, rel), *rest))
+    return rows
 
 
 def _padded(batch):
@@ -915,8 +1085,11 @@ def _mention_rows(prepared):
     rows = []
     for m in prepared.linked:
         r = m.record
+        meta = r[_META]
+        if m.describes is not None:
+            meta = f'{meta[:-1]}, "describes": [{m.describes[0]}, {m.describes[1]}, {m.describes[2]}]}}'
         rows.append((
             m.entity.id if m.entity is not None else None, doc_id, chunk_ids[r[_CHUNK]], r[_START], r[_END],
-            r[_SURFACE], r[_TYPE], r[_SCORE], m.link_score, r[_FEATURES_JSON], r[_SNIPPET], r[_META],
+            r[_SURFACE], r[_TYPE], r[_SCORE], m.link_score, r[_FEATURES_JSON], r[_SNIPPET], meta,
         ))
     return rows

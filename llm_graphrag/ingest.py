@@ -201,6 +201,10 @@ def ingest_docs(
         encoder.shutdown(cancel_futures=True)
     if prune:
         result.pruned = prune_missing(db, paths, {str(f) for f in files})
+        if result.pruned and extract:
+            from .extract import settle
+
+            settle(db, workers=workers)  # what the documents' going changes elsewhere
     if extract:
         from .extract import extract_and_link, unfinished_work
 

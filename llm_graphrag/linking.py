@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .extraction import GENERIC_TYPES, normalize
+from .extraction import GENERIC_TYPES, TYPE_PRIORITY, normalize
 
 FUZZY_TYPES = frozenset({"name", "term", "PERSON", "ORG", "GPE", "PRODUCT"})
 WEIGHTS = {"cosine": 0.45, "string": 0.25, "type": 0.15, "context": 0.10, "popularity": 0.05}
@@ -38,7 +38,8 @@ class Entity:
     description: str | None = None
     popularity: int = 0
     defined: bool = False
-    home: bool = False  # described from its own page or section (see extract._describe)
+    home: bool = False  # described from its own page or section (see extract._description_candidate)
+    rank: int = -1  # the description's rank (see extract._description_candidate)
     new: bool = False
     changed: bool = False
     reembed: bool = False
@@ -66,6 +67,12 @@ def _tokens(text):
 
 def normalize_tokens(text):
     return [normalize(w) for w in text.replace("_", " ").replace(".", " ").split()]
+
+
+def type_order(entity_type):
+    """Where a type stands when a generic mention could link to entities of several:
+    highest ``TYPE_PRIORITY`` first, then by name."""
+    return -TYPE_PRIORITY.get(entity_type, 0), entity_type
 
 
 def compatible(mention_type, entity_type):
@@ -149,10 +156,11 @@ class Linker:
         entities = []
         for id, type, name, norm, aliases, description, popularity, meta in rows:
             meta = json.loads(meta) if meta else {}
+            home, defined = bool(meta.get("home")), bool(meta.get("defined"))
             entities.append(
                 Entity(
                     id, type, name, norm, json.loads(aliases or "[]"), description, popularity or 0,
-                    bool(meta.get("defined")), bool(meta.get("home")),
+                    defined, home, 4 * home + 2 * defined + 1 if description else -1,
                 )
             )
         max_id = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
@@ -342,31 +350,20 @@ class Linker:
     def link(self, mention, context_tokens=frozenset()):
         """Link one mention; returns ``(entity, score, created)``.
 
-        A unique exact norm of the same type is the same entity (seed 003 dedups on
-        normalized name and label); several exact candidates, or only fuzzy ones, are
-        scored and the best is taken at or above the threshold. Otherwise a new entity.
+        An entity of the same norm is the same entity (seed 003 dedups on normalized
+        name and label): which one depends only on the entities of that norm (see
+        ``_exact``), not on the order mentions came in. Otherwise fuzzy candidates are
+        scored and the best is taken at or above the threshold, or a new entity made.
         """
         if mention.antecedent is not None and mention.antecedent.entity is not None:
             return mention.antecedent.entity, round((mention.antecedent.link_score or 1.0) * 0.8, 4), False
         same_norm = self.by_norm.get(mention.norm)
-        if same_norm and len(same_norm) == 1 and same_norm[0].type == mention.type:
-            return same_norm[0], 1.0, False  # the common case, decided as below without lists
-        exact = self.exact_candidates(mention)
-        same_type = [e for e in exact if e.type == mention.type]
-        if len(same_type) == 1 and len(exact) == 1:
-            return same_type[0], 1.0, False
-        if len(exact) == 1:
-            entity = exact[0]
-            if entity.type in GENERIC_TYPES and mention.type not in GENERIC_TYPES:
-                entity.type = mention.type  # a name seen as code: refine the type
-                entity.changed = True
+        if same_norm:
+            entity = self._exact(mention, same_norm)
+            if entity is not None:
                 return entity, 1.0, False
-            return entity, 0.9, False
+            return self.create(mention), 1.0, True  # a specific type new to this name
         vector = None
-        if exact:
-            vector = self.mention_vector(mention)
-            best = max(exact, key=lambda e: (self.score(mention, e, vector, context_tokens), e.type == mention.type, e.popularity))
-            return best, round(self.score(mention, best, vector, context_tokens), 4), False
         fuzzy = self.fuzzy_candidates(mention)
         if not fuzzy and mention.type in FUZZY_TYPES and self.vector_search is not None and len(self.entities) <= VECTOR_CANDIDATE_LIMIT:
             vector = self.mention_vector(mention)
@@ -382,6 +379,29 @@ class Linker:
                 best.add_alias(mention.surface)
                 return best, round(best_score, 4), False
         return self.create(mention), 1.0, True
+
+    def _exact(self, mention, same_norm):
+        """The entity of ``same_norm`` (the entities of the mention's norm) a mention
+        links to, or None when its type needs an entity of its own.
+
+        One of the mention's type, if any; for a generic mention (a concept, term or
+        name) the one first in ``type_order``; for a specific mention a generic entity,
+        which takes its type (a name seen as code); else none. So a name's generic
+        mentions go with its specific entity of highest priority, whichever came first:
+        ``extract._misplaced_generic`` finds documents linked before that entity came.
+        """
+        same_type = [e for e in same_norm if e.type == mention.type]
+        if same_type:
+            return min(same_type, key=lambda e: e.id)
+        if mention.type in GENERIC_TYPES:
+            return min(same_norm, key=lambda e: (type_order(e.type), e.id))
+        generic = [e for e in same_norm if e.type in GENERIC_TYPES]
+        if not generic:
+            return None
+        entity = min(generic, key=lambda e: e.id)
+        entity.type = mention.type
+        entity.changed = True
+        return entity
 
     def same_as_candidates(self, entity):
         """Existing entities a new one probably duplicates: fuzzy match scored ≥ threshold."""

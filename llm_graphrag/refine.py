@@ -12,7 +12,12 @@ uses corpus statistics to
 - name each entity by its **most frequent surface** in the text, the others becoming
   aliases, and rewrite the facts (and vectors) that quote a changed name.
 
-Each step depends on the stored rows only, not on the order documents were extracted in.
+Each step depends on the stored rows only, not on the order documents were extracted in,
+and what it takes out can come back: weak co-occurrence evidence is held
+(``held_evidence``), and the documents whose bare heads or generic words were left out are
+kept (``dropped_heads``, ``dropped_words``), so that ``extract.py`` links them again when
+the corpus changes its mind. Relations' weights, confidences and source chunks are made
+again from their evidence (``relation_values``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import math
 from collections import Counter, defaultdict
 from functools import lru_cache
 
+from .extraction import GENERIC_TYPES
+from .linking import type_order
 from .relations import fact_text
 
 # A word in more than this share of documents tells none of them apart...
@@ -73,6 +80,7 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None):
         mode = getattr(settings, "cooccurrence", "significant")
         result["cooccurrence_dropped"] = score_cooccurrence(db, drop=mode == "significant")
         result["renamed"] = canonical_names(db, embed_related=getattr(settings, "embed_related_facts", False))
+        relation_values(db)
     finally:
         db.conn.execute("drop table if exists temp.refine_scope")
     return result
@@ -100,21 +108,22 @@ def _set_scope(db, doc_ids, entity_ids=None):
 # Generic entities
 
 
-def generic_entity_ids(db):
+def generic_entity_ids(db, with_heads=False):
     """Entities that identify nothing: ids, in order.
 
     A one-word concept or term in the stop-word list, or a word of general English
     (``common_word``) in too many documents, any
-    one-word entity whose name is a stop word ("None", "self"), and any entity all of whose
+    one-word entity whose name or norm is a stop word ("None", "self"; "values" is
+    "value", whichever of them names it now), and any entity all of whose
     mentions are heads of a longer phrase (a head is one word: only one-word names are read).
     """
     documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
     words = stop_words()
-    found = []
-    for entity_id, typ, name, df, mentions, heads in db.execute(
+    found, all_heads = [], []
+    for entity_id, typ, name, norm, df, mentions, heads in db.execute(
         """
-        select e.id, e.type, e.name, count(distinct m.doc_id), count(m.id),
+        select e.id, e.type, e.name, e.norm, count(distinct m.doc_id), count(m.id),
           sum(m.features like '%"head": true%')
         from entities e join mentions m on m.entity_id = e.id
         where e.status = 'active' and instr(e.name, ' ') = 0
@@ -126,11 +135,12 @@ def generic_entity_ids(db):
         low = name.lower()
         if heads == mentions:
             found.append(entity_id)
-        elif single and low in words:
+            all_heads.append(entity_id)
+        elif single and (low in words or norm in words):
             found.append(entity_id)
         elif single and typ in WORD_TYPES and name.islower() and df >= frequent and common_word(low):
             found.append(entity_id)
-    return found
+    return (found, all_heads) if with_heads else found
 
 
 GENERIC_SETTING = "generic_words"  # norms found generic, kept so that they stay so
@@ -146,10 +156,17 @@ def generic_norms(db):
 
 def drop_generic_entities(db):
     """Delete generic entities with their mentions (relations and vectors go with them);
-    the norms of generic words (not of bare heads) are kept for later runs."""
+    the norms of generic words (not of bare heads) are kept for later runs, and those of
+    bare heads in ``dropped_heads`` with their documents (``extract._lost_heads``)."""
     from .schema import get_setting, set_setting
 
-    ids = generic_entity_ids(db)
+    ids, heads = generic_entity_ids(db, with_heads=True)
+    for batch in _batches(heads):
+        db.conn.execute(
+            "insert or ignore into dropped_heads (doc_id, norm) select distinct m.doc_id, e.norm "
+            f"from mentions m join entities e on e.id = m.entity_id where e.id in ({', '.join('?' for _ in batch)})",
+            batch,
+        )
     if ids:
         words = set(get_setting(db, GENERIC_SETTING, []) or [])
         for batch in _batches(ids):
@@ -162,11 +179,53 @@ def drop_generic_entities(db):
                 )
             )
         set_setting(db, GENERIC_SETTING, sorted(words))
+        for batch in _batches(ids):
+            db.conn.execute(
+                "insert or ignore into dropped_words (doc_id, norm) select distinct m.doc_id, e.norm from mentions m "
+                f"join entities e on e.id = m.entity_id where e.id in ({', '.join('?' for _ in batch)}) "
+                "and e.norm in (select value from json_each(?))",
+                [*batch, json.dumps(sorted(words))],
+            )
     for batch in _batches(ids):
         marks = ", ".join("?" for _ in batch)
         db.conn.execute(f"delete from mentions where entity_id in ({marks})", batch)
         db.conn.execute(f"delete from entities where id in ({marks})", batch)
     return len(ids)
+
+
+def no_longer_generic(db):
+    """Take out of the ``generic_words`` setting the words that are no longer generic now
+    (call inside a transaction): found in too few documents for the corpus as it is (their
+    documents in ``dropped_words``; stop words stay), or the name of an entity of a
+    specific type. Returns the documents that left them out, to extract again."""
+    from .schema import get_setting, set_setting
+
+    words = get_setting(db, GENERIC_SETTING, []) or []
+    if not words:
+        return []
+    documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
+    frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
+    stop = stop_words()
+    df = dict(db.execute(
+        "select norm, count(*) from dropped_words where norm in (select value from json_each(?)) group by norm",
+        [json.dumps(words)],
+    ).fetchall())
+    # A word with an entity of a specific type (`value` as code) is that entity's name:
+    # its generic mentions link to it, as they would have had it come first.
+    named = {
+        norm for norm, name in db.execute(
+            "select norm, name from entities where norm in (select value from json_each(?)) "
+            "and type not in ('concept', 'term')", [json.dumps(words)],
+        ) if norm not in stop and name.lower() not in stop and " " not in name
+    }
+    gone = [w for w in words if w in named or w not in stop and df.get(w, 0) < frequent]
+    if not gone:
+        return []
+    set_setting(db, GENERIC_SETTING, [w for w in words if w not in gone])
+    return [d for (d,) in db.execute(
+        "select distinct doc_id from dropped_words where norm in (select value from json_each(?)) order by doc_id",
+        [json.dumps(gone)],
+    )]
 
 
 # ---------------------------------------------------------------------------------------
@@ -253,7 +312,7 @@ def score_cooccurrence(db, drop=True):
         values.update(llr=round(g2, 3), pmi=round(math.log2(both * total_here / (a * b)), 3), kind="cooccurrence")
         scores.append((json.dumps(values, sort_keys=True), relation_id))
     db.conn.executemany("update relations set meta = ? where id = ?", scores)
-    return _delete_relations(db, weak) if drop else 0
+    return _hold_relations(db, weak) if drop else 0
 
 
 def _batches(items, size=500):
@@ -268,6 +327,19 @@ def _edge_table(db, edges):
     db.conn.executemany("insert into temp.cooccurrence_edges values (?, ?, ?)", [e[:3] for e in edges])
 
 
+def _hold_relations(db, ids):
+    """Delete the relations ``ids``, keeping their evidence in ``held_evidence``, where a
+    later document's evidence for the same pair finds it (``extract._write``)."""
+    for batch in _batches(ids):
+        db.conn.execute(
+            "insert into held_evidence (src_id, dst_id, rel, chunk_id, doc_id, sentence, confidence, extractor) "
+            "select r.src_id, r.dst_id, r.rel, e.chunk_id, e.doc_id, e.sentence, e.confidence, e.extractor "
+            f"from relation_evidence e join relations r on r.id = e.relation_id where r.id in ({', '.join('?' for _ in batch)})",
+            batch,
+        )
+    return _delete_relations(db, ids)
+
+
 def _delete_relations(db, ids):
     for batch in _batches(ids):
         db.conn.execute(f"delete from relations where id in ({', '.join('?' for _ in batch)})", batch)
@@ -279,62 +351,136 @@ def _delete_relations(db, ids):
 
 
 def canonical_names(db, embed_related=False):
-    """Name every entity by its most frequent surface name; others become aliases.
+    """Name, alias and describe every entity from all its current mentions; returns how
+    many entities were renamed.
 
-    Names are counted over mentions with a span (pronouns that stand for the entity and
-    titles do not count; an entity mentioned once keeps the name it was made with); ties keep the current name, else prefer lower case for a concept
-    or term (capitals for a name or code), then the first in sorted order.
-    Facts that quote a renamed entity are rewritten, and their vectors and the entity's
-    recomputed. Returns how many entities were renamed.
+    The name is the most frequent surface name over mentions with a span (pronouns that
+    stand for the entity and titles do not count); ties prefer lower case for a concept or
+    term (capitals for a name or code), then the first in sorted order. Aliases are the
+    names and surfaces of those mentions, most frequent first. The description is the best
+    candidate sentence a document offered (``extract._description_candidate``: from the
+    entity's home, defining it, plain text), the first in path order among equals. Each is
+    a function of the mentions stored, whatever order documents were linked in. Facts that
+    quote a renamed entity are rewritten, and their vectors and the entity's recomputed.
     """
     counts = defaultdict(Counter)
-    for entity_id, name, n in db.execute(
+    surfaces = defaultdict(Counter)
+    for entity_id, name, surface, n in db.execute(
         """
-        select entity_id, json_extract(meta, '$.name'), count(*) from mentions
-        where entity_id in (
-            select entity_id from temp.refine_scope join entities on id = entity_id where popularity > 1
-          ) and span_start is not null
+        select entity_id, json_extract(meta, '$.name'), surface, count(*) from mentions
+        where entity_id in (select entity_id from temp.refine_scope) and span_start is not null
           and features not like '%"coref": true%'
-        group by entity_id, json_extract(meta, '$.name')
+        group by entity_id, json_extract(meta, '$.name'), surface
         """
     ):
         if name:
             counts[entity_id][name] += n
-    renamed, aliased = {}, {}
-    for entity_id, typ, name, aliases in db.execute(
-        "select id, type, name, aliases from entities where id in (select entity_id from temp.refine_scope)"
+            surfaces[entity_id][name] += n
+        surface = " ".join((surface or "").split())
+        if surface and surface != name:
+            surfaces[entity_id][surface] += n
+    described = _best_descriptions(db)
+    # An entity's type: its own if a mention has it, else (a generic entity, or one whose
+    # mentions of its type went) the first of its mentions' types in linking.type_order.
+    mention_types = {}
+    for entity_id, typ in db.execute(
+        """
+        select entity_id, type from mentions
+        where entity_id in (select entity_id from temp.refine_scope) and features not like '%"coref": true%'
+        group by entity_id, type
+        """
+    ):
+        mention_types.setdefault(entity_id, []).append(typ)
+    renamed, changed, retyped = {}, [], []
+    for entity_id, typ, name, aliases, description, meta in db.execute(
+        "select id, type, name, aliases, description, meta from entities "
+        "where id in (select entity_id from temp.refine_scope)"
     ).fetchall():
         names = counts.get(entity_id)
-        if not names:
-            continue
-        best = max(names.values())
-        tied = sorted(n for n, c in names.items() if c == best)
-        # A tie between "Frogs" and "frogs" is a sentence's first word (lowered) against
-        # the word: a concept takes the lower case, a name or code the capitals.
-        lower_first = typ in WORD_TYPES
-        chosen = name if name in tied else min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
-        known = json.loads(aliases or "[]")
-        before = list(known)
-        for other in [name] + sorted(names, key=lambda n: (-names[n], n)):
-            if other != chosen and other not in known and len(known) < 50:
-                known.append(other)
+        chosen, known = name, json.loads(aliases or "[]")
+        if names:
+            best = max(names.values())
+            tied = sorted(n for n, c in names.items() if c == best)
+            # A tie between "Frogs" and "frogs" is a sentence's first word (lowered) against
+            # the word: a concept takes the lower case, a name or code the capitals.
+            lower_first = typ in WORD_TYPES
+            chosen = min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
+            seen = surfaces[entity_id]
+            known = sorted(seen, key=lambda n: (-seen[n], n))[:MAX_ALIASES]
+        text, flags = described.get(entity_id, (description, None))
+        values = json.loads(meta) if meta else {}
+        if flags is not None:
+            values = {**values, **flags}
+        new_meta = json.dumps(values) if values or meta else meta
+        if (chosen, known, text, new_meta) != (name, json.loads(aliases or "[]"), description, meta):
+            changed.append((chosen, json.dumps(known), text, new_meta, entity_id, chosen != name or text != description))
         if chosen != name:
-            renamed[entity_id] = (chosen, known)
-        elif known != before:
-            aliased[entity_id] = known
+            renamed[entity_id] = chosen
+        types = mention_types.get(entity_id)
+        if types and (typ in GENERIC_TYPES or typ not in types):
+            kind = min(types, key=type_order)
+            if kind != typ:
+                retyped.append((kind, entity_id))
     db.conn.executemany(
-        "update entities set aliases = ? where id = ?",
-        [(json.dumps(aliases), entity_id) for entity_id, aliases in sorted(aliased.items())],
+        "update entities set name = ?, aliases = ?, description = ?, meta = ? where id = ?",
+        [row[:5] for row in sorted(changed, key=lambda r: r[4])],
     )
-    if not renamed:
-        return 0
-    db.conn.executemany(
-        "update entities set name = ?, aliases = ? where id = ?",
-        [(name, json.dumps(aliases), entity_id) for entity_id, (name, aliases) in sorted(renamed.items())],
-    )
-    _rewrite_facts(db, set(renamed), embed_related)
-    _reembed_entities(db, sorted(renamed))
+    db.conn.executemany("update entities set type = ? where id = ?", retyped)
+    if renamed:
+        _rewrite_facts(db, set(renamed), embed_related)
+    _reembed_entities(db, sorted(row[4] for row in changed if row[5]))
     return len(renamed)
+
+
+MAX_ALIASES = 50
+
+
+def _best_descriptions(db):
+    """``{entity id: (sentence, {"defined": .., "home": ..})}``: the best description
+    candidate among the mentions of the entities in scope (see ``canonical_names``)."""
+    from .extract import description_text
+
+    rows = db.execute(
+        """
+        select entity_id, describes, content from (
+          select m.entity_id, json_extract(m.meta, '$.describes') as describes, c.content,
+            row_number() over (
+              partition by m.entity_id
+              order by json_extract(m.meta, '$.describes[0]') desc, d.path, c.seq, m.span_start
+            ) as rank
+          from mentions m join chunks c on c.id = m.chunk_id join docs d on d.id = m.doc_id
+          where m.entity_id in (select entity_id from temp.refine_scope)
+            and m.meta like '%"describes"%'
+        ) where rank = 1
+        """
+    ).fetchall()
+    found = {}
+    for entity_id, describes, content in rows:
+        rank, start, end = json.loads(describes)
+        found[entity_id] = (
+            description_text(content[start:end]), {"defined": bool(rank & 2), "home": bool(rank & 4)}
+        )
+    return found
+
+
+def relation_values(db):
+    """Weight, confidence and source chunk of the relations of entities in scope, from
+    their evidence: the weight is the sum of its confidences (in ten-thousandths, summed
+    as integers so that no order of adding changes it), the confidence the highest, the
+    chunk that of the most confident evidence (the first in path order among equals)."""
+    db.conn.execute(
+        """
+        update relations set
+          weight = (select total(cast(round(e.confidence * 10000) as integer)) from relation_evidence e
+                    where e.relation_id = relations.id) / 10000.0,
+          confidence = (select max(e.confidence) from relation_evidence e where e.relation_id = relations.id),
+          chunk_id = (select e.chunk_id from relation_evidence e join chunks c on c.id = e.chunk_id
+                      join docs d on d.id = e.doc_id where e.relation_id = relations.id
+                      order by e.confidence desc, d.path, c.seq, e.sentence limit 1)
+        where (src_id in (select entity_id from temp.refine_scope) or dst_id in (select entity_id from temp.refine_scope))
+          and exists (select 1 from relation_evidence e where e.relation_id = relations.id)
+        """
+    )
 
 
 def _rewrite_facts(db, entity_ids, embed_related):

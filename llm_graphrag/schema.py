@@ -421,3 +421,46 @@ def m005_dedup_sketches(db):
         "  sketches BLOB NOT NULL\n"
         ")"
     )
+
+
+@migrations()
+def m006_held_cooccurrence(db):
+    """What refinement (``refine.py``) takes out but a later document may bring back, so
+    the graph does not depend on the order documents came in: evidence of co-occurrence
+    edges judged too weak, held instead of deleted (a later document's evidence for the
+    same pair brings it back; it goes with its chunk, document or either entity), and
+    the names of compound heads and generic words dropped per document."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS held_evidence (
+          src_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+          dst_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+          rel TEXT NOT NULL,
+          chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          sentence TEXT,
+          confidence REAL,
+          extractor TEXT
+        );
+        CREATE INDEX IF NOT EXISTS idx_held_evidence_pair ON held_evidence(src_id, dst_id, rel);
+        CREATE INDEX IF NOT EXISTS idx_held_evidence_dst ON held_evidence(dst_id);
+        CREATE INDEX IF NOT EXISTS idx_held_evidence_chunk ON held_evidence(chunk_id);
+        CREATE INDEX IF NOT EXISTS idx_held_evidence_doc ON held_evidence(doc_id);
+        -- Names whose mentions in a document refinement dropped as compound heads with no
+        -- entity of their own: a later entity of that name has the document linked again.
+        CREATE TABLE IF NOT EXISTS dropped_heads (
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          norm TEXT NOT NULL,
+          PRIMARY KEY (norm, doc_id)
+        );
+        CREATE INDEX IF NOT EXISTS idx_dropped_heads_doc ON dropped_heads(doc_id);
+        -- Generic words (setting generic_words) each document mentioned, left out: their
+        -- document frequency, judged again as the corpus changes.
+        CREATE TABLE IF NOT EXISTS dropped_words (
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          norm TEXT NOT NULL,
+          PRIMARY KEY (norm, doc_id)
+        );
+        CREATE INDEX IF NOT EXISTS idx_dropped_words_doc ON dropped_words(doc_id);
+        """
+    )

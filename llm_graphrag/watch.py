@@ -270,6 +270,10 @@ class Watcher:
                 [json.dumps(gone)],
             ).fetchall()
             purge_documents(db, [r[0] for r in rows])
+            if rows:
+                from .extract import settle
+
+                settle(db, workers=self.workers)  # what the documents' going changes elsewhere
             self.state["files_processed"] += len(rows)
             if rows:
                 self.state["last_file"] = rows[-1][1]

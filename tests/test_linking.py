@@ -9,6 +9,7 @@ from llm_graphrag.linking import (
     edit_distance_at_most_one,
     entity_text,
     string_similarity,
+    type_order,
 )
 
 
@@ -66,7 +67,7 @@ def test_new_entity_gets_the_surface_as_alias():
 
 def test_generic_mention_links_to_specific_entity_and_refines_generic_type():
     linker = Linker([Entity(1, "code", "json", "json"), Entity(2, "name", "Heron", "heron")])
-    assert linker.link(mention("JSON", "name"))[:2] == (linker.entities[1], 0.9)
+    assert linker.link(mention("JSON", "name"))[:2] == (linker.entities[1], 1.0)
     entity, score, _ = linker.link(mention("heron", "code"))
     assert (entity.id, entity.type, entity.changed, score) == (2, "code", True, 1.0)
 
@@ -79,27 +80,32 @@ def test_entities_of_different_types_never_merge():
     assert linker.link(mention("Paris", "GPE"))[0].id == 2
 
 
-def test_ambiguous_generic_mention_is_scored_by_context():
-    embedder = FakeEmbedder(
-        {
-            "Paris: Paris Hilton is a person.": [1.0, 0.0],
-            "Paris: Paris is the capital of France.": [0.0, 1.0],
-            "Paris flights to the capital of France": [0.1, 0.995],
-            "*": [0.6, 0.8],
+def test_ambiguous_generic_mention_links_by_type_order_whatever_came_first():
+    """A generic mention of a name several specific entities share goes to the one first
+    in type order (priority, then type), not to one that earlier links made look likelier:
+    which entity it joins depends on the entities of that name only."""
+    assert sorted(["PERSON", "code", "GPE", "standard", "concept"], key=type_order) == [
+        "standard", "code", "GPE", "PERSON", "concept",
+    ]
+    for order in ((1, 2), (2, 1)):
+        entities = {
+            1: Entity(1, "PERSON", "Paris", "paris", ["Paris"], "Paris Hilton is a person.", 50),
+            2: Entity(2, "GPE", "Paris", "paris", ["Paris"], "Paris is the capital of France.", 1),
         }
-    )
-    linker = Linker(
-        [
-            Entity(1, "PERSON", "Paris", "paris", ["Paris"], "Paris Hilton is a person.", 5),
-            Entity(2, "GPE", "Paris", "paris", ["Paris"], "Paris is the capital of France.", 5),
-        ],
-        embedder=embedder,
-    )
-    m = mention("Paris", snippet="flights to the capital of France")
-    entity, score, created = linker.link(m)
-    assert (entity.id, created) == (2, False)
-    # 0.45 * 0.995 + 0.25 * 1 + 0.15 * 0.6 + 0.10 * 0 + 0.05 * log1p(5)/log1p(100)
-    assert score == pytest.approx(0.45 * 0.995 + 0.25 + 0.09 + 0.05 * np.log1p(5) / np.log1p(100), abs=1e-4)
+        linker = Linker([entities[i] for i in order])
+        entity, score, created = linker.link(mention("Paris", snippet="the hotel heiress"))
+        assert (entity.id, score, created) == (2, 1.0, False)
+        # specific mentions keep to their own type
+        assert linker.link(mention("Paris", "PERSON"))[0].id == 1
+
+
+def test_specific_mention_new_to_a_name_gets_its_own_entity_and_a_generic_one_takes_its_type():
+    linker = Linker([Entity(1, "code", "json", "json"), Entity(2, "concept", "heron", "heron")], next_id=3)
+    entity, score, created = linker.link(mention("JSON", "standard"))
+    assert (entity.id, entity.type, score, created) == (3, "standard", 1.0, True)
+    assert linker.link(mention("json", "concept"))[0].id == 3  # standard comes before code
+    entity, score, created = linker.link(mention("Heron", "ORG"))
+    assert (entity.id, entity.type, score, created) == (2, "ORG", 1.0, False)
 
 
 def test_fuzzy_candidate_links_above_the_threshold_and_adds_an_alias():

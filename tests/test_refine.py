@@ -115,3 +115,32 @@ def test_an_entity_is_named_by_its_most_frequent_surface(tmp_path):
     ).fetchone()[0]
     expected = embedder_for(db).encode([fact])[0]
     assert np.allclose(np.frombuffer(stored, dtype="<f4"), expected, atol=1e-6)
+
+
+def test_weak_cooccurrence_is_held_and_comes_back_with_more_evidence(tmp_path):
+    """Documents extracted a few at a time give the edges, weights and evidence of one
+    run over all: an edge too weak after the first documents keeps its evidence aside
+    (``held_evidence``), and later documents' evidence for the pair brings it back."""
+    for name in ("whole", "steps"):
+        (tmp_path / name).mkdir()
+    whole, steps = _db(tmp_path / "whole", CORPUS), _db(tmp_path / "steps", CORPUS)
+    extract_and_link(whole)
+    order = [1, *range(13, 38), *range(2, 13)]  # one riffle-tidepool document, then the rest
+    extract_and_link(steps, doc_ids=order[:26])
+    held = "select s.name, d.name from held_evidence h join entities s on s.id = h.src_id join entities d on d.id = h.dst_id"
+    assert _edges(steps) == []  # each pair in one sentence so far: all held
+    assert ("riffle", "tidepool") in steps.execute(held).fetchall()
+    assert len(steps.execute(held).fetchall()) == 26
+    for doc_id in order[26:]:
+        extract_and_link(steps, doc_ids=[doc_id])
+    assert ("riffle", "tidepool") not in steps.execute(held).fetchall()
+    assert sorted(steps.execute(held).fetchall()) == sorted(whole.execute(held).fetchall())
+    rows = (
+        "select s.name, d.name, r.rel, r.weight, r.confidence, r.evidence_count, r.meta, "
+        "(select count(*) from relation_evidence e where e.relation_id = r.id) "
+        "from relations r join entities s on s.id = r.src_id join entities d on d.id = r.dst_id order by 1, 2, 3"
+    )
+    assert steps.execute(rows).fetchall() == whole.execute(rows).fetchall()
+    assert [r[:6] for r in whole.execute(rows).fetchall() if r[2] == "related_to"] == [
+        ("riffle", "tidepool", "related_to", 5.454, 0.4545, 12),  # 12 × 0.4545, summed exactly
+    ]

@@ -142,11 +142,6 @@ def test_prune_leaves_no_entity_without_mentions(corpus, tmp_path):
     db.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extract --force re-links to the document's own old entities (link_score 0.9, "
-    "not 1.0) and adds relation weights again: extract.py, owned by the extraction work",
-)
 def test_re_extraction_keeps_the_graph(clean, tmp_path, user_path):
     path = tmp_path / "g.db"
     shutil.copy(clean[0], path)
