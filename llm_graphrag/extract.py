@@ -560,15 +560,19 @@ def _describe(entity, record, position, chunk, extracted):
         return  # a defining sentence from its home: nothing ranks higher
     spans = extracted.spans[chunk.id]
     index = record[_SENTENCE]
-    start = record[_START]
-    home = _at_home(entity.norm, chunk, start)
-    defining = position in extracted.defining
     if record[_TYPE] == "code" and index + 1 < len(spans) and _SIGNATURE.fullmatch(chunk.text, *spans[index]):
         index, home, defining = index + 1, True, True  # the paragraph an API entry opens
-    plain = not record[_IN_HEADING] and not record[_COREF]
-    current = (entity.home, entity.defined, not _weak(entity.description, entity.name))
-    if entity.description is not None and (home, defining, plain) <= current:
-        return
+    else:
+        home = _at_home(entity.norm, chunk, record[_START])
+        defining = position in extracted.defining
+    if entity.description is not None:
+        # Keep the current one unless this sentence ranks higher: (home, defining, plain)
+        # against (home, defined, a sentence), the last looked up only on a tie.
+        rank, current = (home, defining), (entity.home, entity.defined)
+        if rank < current or rank == current and (
+            record[_IN_HEADING] or record[_COREF] or not _weak(entity.description, entity.name)
+        ):
+            return
     s_start, s_end = spans[index]
     sentence = " ".join(_EMPHASIS.sub("", chunk.text[s_start:s_end]).split())[:400]
     if entity.description != sentence:
