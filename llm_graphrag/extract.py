@@ -705,10 +705,11 @@ def _description_candidate(record, position, chunk, extracted):
     index = record[_SENTENCE]
     if not spans or index is None or index >= len(spans):
         return None
-    home = _at_home(record[_NORM], chunk, record[_START])
-    defining = position in extracted.defining
     if record[_TYPE] == "code" and index + 1 < len(spans) and _SIGNATURE.fullmatch(chunk.text, *spans[index]):
         index, home, defining = index + 1, True, True  # the paragraph an API entry opens
+    else:
+        home = _at_home(record[_NORM], chunk, record[_START])
+        defining = position in extracted.defining
     s_start, s_end = spans[index]
     plain = not record[_IN_HEADING] and not record[_COREF]
     plain = plain and not _weak(description_text(chunk.text[s_start:s_end]), record[_NAME])

@@ -1029,7 +1029,6 @@ def concept_mentions(chunk, context):
     a mention of its own so that "stream blockages" meets "blockage".
     """
     analysis = context.analyze(chunk)
-    masked = analysis.masked
     text = chunk.text
     proper = context.proper_words
     mentions = []
@@ -1046,10 +1045,12 @@ def concept_mentions(chunk, context):
             if k < n:
                 start, end, word = tokens[k]
                 # Punctuation, markup ("``arg`` object") or a block boundary ends a phrase:
-                # its name is then always a stretch of the text as written.
-                if k and (
-                    masked[tokens[k - 1][1] : start].strip() or text[tokens[k - 1][1] : start].strip()
-                    or blocks and _crosses_block(text, tokens[k - 1][1], start)
+                # its name is then always a stretch of the text as written. Masking only
+                # blanks characters, so the text's gap holds all the masked one does; a
+                # single space, the most common gap, ends nothing.
+                gap = tokens[k - 1][1] if k else start
+                if gap < start and (start - gap > 1 or text[gap] != " ") and (
+                    text[gap:start].strip() or blocks and _crosses_block(text, gap, start)
                 ):
                     if run:
                         _emit(run, mentions, text)

