@@ -982,7 +982,7 @@ def _configured_database(config, create=True):
     return db
 
 
-def _serve(database, watch, config_file, debounce_ms, require_watch):
+def _serve(database, watch, config_file, debounce_ms, require_watch, backend=None):
     import asyncio
 
     from .mcp_server import ToolRunner, query_defaults, serve_stdio
@@ -1012,7 +1012,11 @@ def _serve(database, watch, config_file, debounce_ms, require_watch):
             config["sqlite.path"], folders, debounce_ms=config["watch.debounce_ms"],
             log=lambda line: click.echo(line, err=True),
         ).start()
-    runner = ToolRunner(config["sqlite.path"], defaults, watcher)
+    if backend:
+        from .backends import backend_tool
+
+        backend = backend_tool(backend)  # fails now if the server is unusable
+    runner = ToolRunner(config["sqlite.path"], defaults, watcher, backend)
     try:
         asyncio.run(serve_stdio(runner, config["project"]))
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, SIGTERM
@@ -1038,21 +1042,28 @@ def _server_options(fn):
 
 @graphrag.command()
 @_server_options
+@click.option(
+    "--backend", metavar="URL",
+    help="Answer the read tools from this backend, e.g. falkordb://localhost:6379/graphrag "
+    "(see 'llm graphrag sync'); write tools still use the database",
+)
 @friendly_errors
-def mcp(database, watch, config_file, debounce_ms):
+def mcp(database, watch, config_file, debounce_ms, backend):
     """Serve the graphrag tools to an MCP client over stdio.
 
     Every tool (hybrid_query, entity_lookup, explain_entity, status, ...) with its
     input and output JSON Schema, returning structured content. With --watch (or
     watch.dirs in the config) a watcher keeps the database in step with the folders.
+    With --backend the read tools answer from a graph server synced from the database.
 
     \b
     Example usage:
         llm graphrag mcp -d graphrag.db
         llm graphrag mcp -d graphrag.db --watch docs/
         llm graphrag mcp --config config.yaml
+        llm graphrag mcp -d graphrag.db --backend falkordb://localhost:6379/graphrag
     """
-    _serve(database, watch, config_file, debounce_ms, require_watch=False)
+    _serve(database, watch, config_file, debounce_ms, require_watch=False, backend=backend)
 
 
 @graphrag.command()

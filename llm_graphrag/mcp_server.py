@@ -69,10 +69,12 @@ def error_result(message):
 class ToolRunner:
     """Runs tool calls against one database, one at a time, in a thread of its own."""
 
-    def __init__(self, database, defaults=None, watcher=None):
+    def __init__(self, database, defaults=None, watcher=None, backend=None):
         self.database = str(database)
         self.defaults = defaults or {}
         self.watcher = watcher
+        # ``backends.backend_tool(url)``: answers the read tools instead of the file
+        self.backend = backend
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphrag-mcp")
         self._db = None
 
@@ -82,6 +84,8 @@ class ToolRunner:
 
         if name not in TOOLS:
             raise ToolInputError(f"Unknown tool {name!r}: choose one of {', '.join(TOOLS)}", field="tool")
+        if self.backend is not None and name in self.backend.tools:
+            return self.backend(name, dict(self.defaults.get(name, {}), **(arguments or {})))
         if self._db is None:
             self._db = open_database(self.database, create=False)
         tool = TOOLS[name]
@@ -102,6 +106,12 @@ class ToolRunner:
             data = await loop.run_in_executor(self._executor, self.call, name, arguments)
         except (ToolInputError, ToolNotFound, FileNotFoundError) as ex:
             return error_result(str(ex))
+        except Exception as ex:
+            from .backends import BackendError
+
+            if isinstance(ex, BackendError):
+                return error_result(str(ex))
+            raise
         return call_result(data)
 
     def close(self):

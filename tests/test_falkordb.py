@@ -293,3 +293,35 @@ async def test_datasette_backend_setting(synced, sample_db):
         "/graphrag/-/graphrag/entity_lookup", params={"q": "tidepool", "limit": "3"}
     )
     assert response.json() == call_tool(db, "entity_lookup", {"q": "tidepool", "limit": 3})
+
+
+@pytest.mark.asyncio
+async def test_mcp_server_backend_option(synced, sample_db, server, tmp_path):
+    import os
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    db, url = synced
+    params = StdioServerParameters(
+        command="llm", args=["graphrag", "mcp", "-d", str(sample_db), "--backend", url],
+        env={"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "LLM_USER_PATH": str(tmp_path)},
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            status = await session.call_tool("status", {})
+            assert status.is_error is False, status.content[0].text
+            assert status.structured_content["backend"]["url"] == url
+            for name, arguments in (
+                ("entity_lookup", {"q": "tidepool", "limit": 3}),
+                ("path", {"source_entity": "tidepool", "target_entity": "Basin"}),
+            ):
+                result = await session.call_tool(name, arguments)
+                assert result.is_error is False, result.content[0].text
+                assert rounded(result.structured_content) == rounded(call_tool(db, name, arguments))
+    result = CliRunner().invoke(
+        cli, ["graphrag", "mcp", "-d", str(sample_db), "--backend", server.url("missing")]
+    )
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: FalkorDB has no graph 'missing': create it with 'llm graphrag sync")
