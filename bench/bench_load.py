@@ -2,8 +2,8 @@
 
 ``--clients`` threads (8) each request, in turn, Datasette pages, JSON endpoints and the
 ``hybrid_query`` tool of a ``datasette serve`` on loopback, while ``llm graphrag ingest``,
-in another process, ingests ``--files`` python3.11-doc pages (500; every one, index pages
-included) into the database it serves. The clients stop when the ingest ends, or after
+in another process, ingests ``--files`` python3.11-doc pages (500: its 497 reStructuredText
+sources and 3 HTML pages; index pages included) into the database it serves. The clients stop when the ingest ends, or after
 ``--max-seconds`` or ``--max-requests``. Reported: requests, failed requests (an error
 status, a timeout or a refused connection), answers that say "database is locked" (or a
 server log that does), the files indexed, throughput and latency percentiles. Run from
@@ -100,21 +100,25 @@ def python_docs_installed():
 
 
 def python_doc_pages(count, smallest=False):
-    """``count`` python3.11-doc pages: the first in path order, or the smallest."""
-    source = python_docs()
-    pages = sorted(p for p in source.rglob("*.txt") if p.is_file())
+    """``(root, paths)``: ``count`` python3.11-doc pages, the reStructuredText sources (497)
+    first in path order, or the smallest first; past those, the smallest HTML pages."""
+    sources = python_docs()
+    root = sources.parent
+    pages = sorted(p for p in sources.rglob("*.txt") if p.is_file())
     if smallest:
         pages.sort(key=lambda p: (p.stat().st_size, p))
+    html = sorted(root.rglob("*.html"), key=lambda p: (p.stat().st_size, p))
+    pages = (pages + html)[:count]
     if len(pages) < count:
-        raise SystemExit(f"only {len(pages)} python3.11-doc pages in {source}, {count} asked for")
-    return source, pages[:count]
+        raise SystemExit(f"only {len(pages)} python3.11-doc pages in {root}, {count} asked for")
+    return root, pages
 
 
 def copy_docs(folder, count, smallest=False):
     """``python_doc_pages()`` copied into ``folder``, sub-folders kept; how many."""
-    source, pages = python_doc_pages(count, smallest)
+    root, pages = python_doc_pages(count, smallest)
     for path in pages:
-        target = folder / path.relative_to(source)
+        target = folder / path.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     return len(pages)
