@@ -178,9 +178,10 @@ def run_load(url, database_path, folder, files, clients=8, max_seconds=1200, max
         summary = {"errors": [f"ingest exited with {process.returncode}: {errors[-2000:]}"]}
     db = open_database(database_path, create=False)
     try:
-        indexed = db.execute(
-            "select count(*) from docs where path like ? || '%'", [str(pathlib.Path(folder).resolve())]
-        ).fetchone()[0]
+        indexed, extracted = db.execute(
+            "select count(*), count(extracted_hash) from docs where path like ? || '%'",
+            [str(pathlib.Path(folder).resolve())],
+        ).fetchone()
     finally:
         db.close()
     server_log = pathlib.Path(log).read_text(errors="replace") if log else ""
@@ -198,6 +199,7 @@ def run_load(url, database_path, folder, files, clients=8, max_seconds=1200, max
         "clients": clients,
         "files": files,
         "indexed": indexed,
+        "extracted": extracted,
         "ingest_returncode": process.returncode,
         "ingest_errors": summary.get("errors", []),
         "ingest_seconds": round(ingest_seconds, 1),
@@ -238,8 +240,9 @@ def main():
     print(line)
     print(f"calibration: {calibration} ms")
     print(
-        f"{figures['clients']} clients, {figures['files']} files: {figures['indexed']} indexed in "
-        f"{figures['ingest_seconds']} s, ingest errors: {len(figures['ingest_errors'])}"
+        f"{figures['clients']} clients, {figures['files']} files: {figures['indexed']} indexed, "
+        f"{figures['extracted']} extracted in {figures['ingest_seconds']} s, "
+        f"ingest errors: {len(figures['ingest_errors'])}"
     )
     print(
         f"{figures['requests']} requests, {figures['failed']} failed, {figures['locked']} 'database is locked'; "

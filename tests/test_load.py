@@ -28,7 +28,7 @@ def test_clients_get_answers_while_files_are_ingested(serve, tmp_path):
             url, database, folder, files, clients=CLIENTS, max_seconds=240, log=log, pause=0.05
         )
     assert (figures["ingest_returncode"], figures["ingest_errors"]) == (0, [])
-    assert figures["indexed"] == FILES
+    assert (figures["indexed"], figures["extracted"]) == (FILES, FILES)
     assert figures["failures"] == []
     assert (figures["failed"], figures["locked"]) == (0, 0)
     # Every kind of request was answered, and more than once per client.
