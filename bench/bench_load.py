@@ -16,8 +16,10 @@ import argparse
 import contextlib
 import itertools
 import json
+import os
 import pathlib
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -159,13 +161,17 @@ def run_load(url, database_path, folder, files, clients=8, max_seconds=1200, max
     ]
     threads = [threading.Thread(target=client, args=(i * 3,)) for i in range(clients)]
     started = time.perf_counter()
-    process = subprocess.Popen(ingest, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A session of its own: on timeout its worker processes are stopped with it (they hold
+    # its output pipe open).
+    process = subprocess.Popen(
+        ingest, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     for thread in threads:
         thread.start()
     try:
         output, errors = process.communicate(timeout=max_seconds)
     except subprocess.TimeoutExpired:
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)
         output, errors = process.communicate()
     ingest_seconds = time.perf_counter() - started
     stop.set()
