@@ -115,7 +115,9 @@ def test_chunks_cover_the_document(source, suffix, budget):
     for chunk in chunks:
         assert chunk.text.strip()
         assert chunk.token_count == count_tokens(chunk.text)
-        assert chunk.token_count <= high, chunk.text
+        # Within the budget, except a heading longer than it, which is kept whole on its own.
+        lone_heading = chunk.text.startswith("#") and "\n" not in chunk.text
+        assert chunk.token_count <= high or lone_heading, chunk.text
     # A heading left without content in its chunk is named by the prelude instead.
     headings_seen = " ".join(c.text + " " + c.prelude + " " + " ".join(c.headings) for c in chunks)
     for block in document.blocks:
