@@ -6,11 +6,13 @@ import os
 import re
 from urllib.parse import urlsplit
 
+import jsonschema
 from datasette.utils import actor_matches_allow
 from datasette.utils.asgi import Response
 
 from llm_graphrag.db import ChangedMeanwhile, wrap_connection
 from llm_graphrag.tools import TOOLS, ToolInputError, ToolNotFound, call_tool
+from llm_graphrag.values import documented
 
 from . import compat
 
@@ -52,18 +54,33 @@ def arguments_from_query(tool, request):
             if kind == "array":
                 item_kind = spec.get("items", {}).get("type")
                 parts = [p for v in values for p in v.split(",") if p != ""]
-                arguments[key] = [int(p) for p in parts] if item_kind == "integer" else parts
+                arguments[key] = [_integer(p) for p in parts] if item_kind == "integer" else parts
             elif kind == "integer":
-                arguments[key] = int(values[0])
+                arguments[key] = _integer(values[0])
             elif kind == "number":
                 arguments[key] = float(values[0])
             elif kind == "boolean":
-                arguments[key] = values[0].lower() in ("1", "true", "yes", "on")
+                arguments[key] = _BOOLEANS[values[0].lower()]
             else:
                 arguments[key] = values[0]
-        except ValueError:
+        except (ValueError, KeyError):
             raise ToolInputError(f"{tool.name}: {key}: expected {kind}, got {values[0]!r}", key)
     return arguments
+
+
+_BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def _integer(text):
+    """An integer from query-string text: ``5`` or a whole number written ``5.0`` (JSON
+    Schema counts both as integers); ``ValueError`` otherwise."""
+    try:
+        return int(text)
+    except ValueError:
+        number = float(text)
+        if not number.is_integer():
+            raise
+        return int(number)
 
 
 def ingest_roots(datasette):
@@ -239,10 +256,10 @@ async def tool_view(request, datasette):
         elif request.method == "GET":
             tool = TOOLS.get(name)
             if tool is not None and not tool.read_only:
-                return error(f"{name} changes the database: use POST with a JSON body", 405)
+                return not_allowed(f"{name} changes the database: use POST with a JSON body", tool)
             arguments = arguments_from_query(tool, request) if tool else {}
         else:
-            return error("Use GET or POST", 405)
+            return not_allowed(f"Use {_methods(TOOLS.get(name))}", TOOLS.get(name))
         result = await run_tool(
             datasette, request.actor, request.url_vars.get("database"), name, arguments
         )
@@ -251,6 +268,17 @@ async def tool_view(request, datasette):
     except ToolRequestError as ex:
         return error(str(ex), ex.status, ex.field)
     return Response.json(result)
+
+
+def _methods(tool):
+    return "POST" if tool is not None and not tool.read_only else "GET, POST"
+
+
+def not_allowed(message, tool):
+    """A 405 with the ``Allow`` header HTTP requires: the methods the tool takes."""
+    response = error(message, 405)
+    response.headers["Allow"] = _methods(tool)
+    return response
 
 
 def may_write(datasette, actor):
@@ -320,12 +348,43 @@ def permission_resources_sql(datasette, actor, action):
     return PermissionSQL.allow("datasette-graphrag: write_allow or a signed-in actor")
 
 
-def openapi_document():
-    """OpenAPI 3.1 description of every tool endpoint."""
+def query_parameters(tool, schema):
+    """The GET form's query parameters: one per argument, or, when arguments depend on
+    each other (``subgraph`` needs ``doc_id`` or ``entity_names``), one form-exploded
+    object holding them all, whose schema says so."""
+    if not any(key in schema for key in ("anyOf", "oneOf", "allOf")):
+        required = schema.get("required", [])
+        return [
+            {"name": key, "in": "query", "required": key in required, "schema": spec}
+            for key, spec in schema["properties"].items()
+        ]
+    # A query string cannot carry an empty list: it would count as no argument at all.
+    properties = {
+        key: dict(spec, minItems=max(1, spec.get("minItems", 0))) if spec.get("type") == "array" else spec
+        for key, spec in schema["properties"].items()
+    }
+    rest = {k: v for k, v in schema.items() if k not in ("$schema", "title", "description", "properties")}
+    return [
+        {
+            "name": "arguments",
+            "in": "query",
+            "required": True,
+            "style": "form",
+            "explode": True,
+            "schema": dict(rest, properties=properties),
+        }
+    ]
+
+
+def openapi_document(databases=()):
+    """OpenAPI 3.1 description of every tool endpoint; ``databases`` names the graphrag
+    databases served (the values the ``{database}`` path segment takes)."""
     paths = {}
     components = {}
     for name, tool in TOOLS.items():
         operation = {}
+        # The argument rules values.py enforces beyond the tool's schema, written into it.
+        input_schema = documented(tool.input_schema)
         responses = {
             "200": {
                 "description": f"{name} result",
@@ -337,34 +396,29 @@ def openapi_document():
             "404": {"description": "Unknown database, tool, entity or document"},
         }
         if tool.read_only:
+            responses["502"] = {"description": "The configured backend server failed"}
             operation["get"] = {
                 "operationId": f"{name}_get",
                 "summary": tool.description,
-                "parameters": [
-                    {
-                        "name": key,
-                        "in": "query",
-                        "required": key in tool.input_schema.get("required", []),
-                        "schema": spec,
-                    }
-                    for key, spec in tool.input_schema["properties"].items()
-                ],
-                "responses": responses,
+                "parameters": query_parameters(tool, input_schema),
+                "responses": dict(responses, **{"403": {"description": "Not allowed to view the database"}}),
             }
         else:
-            responses["403"] = {"description": f"Needs the {WRITE_PERMISSION} permission"}
+            responses["409"] = {"description": "The database changed meanwhile: run the call again"}
         operation["post"] = {
             "operationId": name,
             "summary": tool.description,
             "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": tool.input_schema}},
+                # An empty body means {}: required when {} is not a valid call.
+                "required": not jsonschema.Draft202012Validator(tool.input_schema).is_valid({}),
+                "content": {"application/json": {"schema": input_schema}},
             },
             "responses": dict(
                 responses,
                 **{
                     "403": {
-                        "description": "A request with cookies came from another origin"
+                        "description": "Not allowed to view the database, or a request with "
+                        "cookies came from another origin"
                         if tool.read_only
                         else f"Needs the {WRITE_PERMISSION} permission, or a request with "
                         "cookies came from another origin"
@@ -373,11 +427,14 @@ def openapi_document():
                 },
             ),
         }
+        database_schema = {"type": "string"}
+        if databases:
+            database_schema["enum"] = list(databases)
         database_parameter = {
             "name": "database",
             "in": "path",
             "required": True,
-            "schema": {"type": "string"},
+            "schema": database_schema,
         }
         with_database = {
             method: dict(op, operationId=f"{op['operationId']}_db", parameters=[database_parameter] + op.get("parameters", []))
@@ -399,4 +456,4 @@ def openapi_document():
 
 
 async def openapi_view(request, datasette):
-    return Response.json(openapi_document())
+    return Response.json(openapi_document(await graphrag_databases(datasette)))

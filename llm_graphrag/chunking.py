@@ -31,6 +31,7 @@ SEPARATOR = " • "
 _FENCE_TOKENS = 8  # two lines of ``` are a word and three marks each
 
 _PUNCTUATION = string.punctuation.encode("ascii")
+_PUNCTUATION_CHARS = frozenset(string.punctuation)
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[`*]?[A-Z0-9])")
 
 
@@ -100,11 +101,35 @@ def _pieces(kind, raw):
     return lines, "\n"
 
 
+def _cut_word(word, limit):
+    """A run without spaces worth more than ``limit`` tokens (minified code, a line of
+    marks) cut into pieces worth at most ``limit`` (at least one character each), counted
+    as ``count_tokens`` counts: one per run of non-space characters and per punctuation mark."""
+    pieces, start, size, in_word = [], 0, 0, False
+    for index, char in enumerate(word):
+        space = char.isspace()
+        cost = (not space and not in_word) + (char in _PUNCTUATION_CHARS)
+        if size + cost > limit and index > start:
+            pieces.append(word[start:index])
+            start, size, in_word = index, 0, False
+            cost = (not space) + (char in _PUNCTUATION_CHARS)
+        size += cost
+        in_word = not space
+    pieces.append(word[start:])
+    return pieces
+
+
 def _split_words(text, limit):
     words = text.split(" ")
     out, current, size = [], [], 0
     for word in words:
         tokens = count_tokens(word)
+        if tokens > limit:
+            if current:
+                out.append(" ".join(current))
+                current, size = [], 0
+            out.extend(_cut_word(word, limit))
+            continue
         if current and size + tokens > limit:
             out.append(" ".join(current))
             current, size = [], 0

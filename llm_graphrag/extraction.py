@@ -326,7 +326,7 @@ def normalize(surface, type=None):
     lemmatized, so ``Windows`` the product stays apart from ``windows``.
     """
     if type == "version":
-        return surface.lower().lstrip("v")
+        return "".join(surface.split()).lower().lstrip("v")
     tokens = _NORM_TOKEN.findall(surface)
     if not tokens:
         return ""
@@ -336,7 +336,10 @@ def normalize(surface, type=None):
             tokens[-1] = lemma(last)
         elif len(last) > 2 and last.endswith("s") and last[:-1].isupper():
             tokens[-1] = last[:-1]
-    return "".join(tokens).lower()
+    key = "".join(tokens).lower()
+    # Lower case can add marks that are not alphanumeric ("İ" -> "i̇"): dropped as in the
+    # surface, so a key normalizes to itself.
+    return key if key.isalnum() else "".join(_NORM_TOKEN.findall(key))
 
 
 def concept_name(words):

@@ -15,6 +15,10 @@ from .values import check_values
 SCHEMAS = pathlib.Path(__file__).parent / "schemas"
 
 
+# What an input schema's ``pattern`` asks for, said for people.
+_PATTERN_MESSAGES = {"\\S": "is blank: write some text"}
+
+
 class ToolInputError(ValueError):
     """Arguments that do not match a tool's input schema; names the field."""
 
@@ -58,7 +62,8 @@ class Tool:
             )
             if error.validator == "additionalProperties":
                 field = sorted(set(arguments) - set(self.input_schema["properties"]))[0]
-            raise ToolInputError(f"{self.name}: {field or 'arguments'}: {error.message}", field)
+            message = _PATTERN_MESSAGES.get(error.validator_value) if error.validator == "pattern" else None
+            raise ToolInputError(f"{self.name}: {field or 'arguments'}: {message or error.message}", field)
         try:
             arguments = check_values(self.input_schema, arguments)
         except ValueError as ex:

@@ -3,6 +3,7 @@
 JSON Schema counts ``5.0`` as an integer: such whole floats become ints. It sets no bound
 on integers: one beyond SQLite's 64 bits (an ``entity_id`` of 10**23) is refused, as is a
 string holding a NUL byte (a path the operating system cannot open, text SQLite cuts).
+``documented()`` writes these rules into a schema, for documents that describe the tools.
 """
 
 SQLITE_MIN, SQLITE_MAX = -(2**63), 2**63 - 1
@@ -41,3 +42,41 @@ def check_values(schema, arguments):
     message))`` naming the first field the engine cannot take."""
     properties = schema.get("properties") or {}
     return {key: _checked(value, properties.get(key), key) for key, value in arguments.items()}
+
+
+# The rules above as JSON Schema, for documents that describe the tools (OpenAPI): a
+# string without a NUL byte, an integer within SQLite's range.
+NO_NUL = "^[^\\u0000]*$"
+
+
+def documented(schema):
+    """``schema`` with the rules ``check_values`` enforces written into it: every string
+    gets the ``NO_NUL`` pattern and every integer SQLite's bounds (tighter bounds kept)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: documented(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [documented(sub) for sub in value]
+        elif key in _SCHEMAS:
+            out[key] = documented(value)
+        else:
+            out[key] = value
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "string" in kinds and not {"enum", "const"} & set(schema):
+        if "pattern" in schema:
+            out["allOf"] = out.get("allOf", []) + [{"pattern": NO_NUL}]
+        else:
+            out["pattern"] = NO_NUL
+    if _is_integer_type(schema):
+        out["minimum"] = max(schema.get("minimum", SQLITE_MIN), SQLITE_MIN)
+        out["maximum"] = min(schema.get("maximum", SQLITE_MAX), SQLITE_MAX)
+    return out
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMAS = ("items", "additionalProperties", "not", "contains")

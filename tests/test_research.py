@@ -166,7 +166,7 @@ async def test_endpoint_follows_the_schema(sample_db):
     assert (bad.status_code, bad.json()["field"]) == (400, "max_hops")
     blank = await ds.client.post("/graphrag/-/graphrag/deep_research", json={"q": "   "})
     assert (blank.status_code, blank.json()["field"]) == (400, "q")
-    assert "question is empty" in blank.json()["error"]
+    assert blank.json()["error"] == "deep_research: q: is blank: write some text"
 
 
 # -- parallel sub-queries and their timeout ----------------------------------------------------
