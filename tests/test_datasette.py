@@ -457,8 +457,8 @@ async def test_mermaid_of_a_query_draws_chunks_as_chunk_nodes(ds):
     # Item 5: mention edges end at chunks, which were drawn as "Entity｜<chunk id>"
     rows = await sql(
         ds,
-        "select graphrag_hybrid(:q, 3) as result, graphrag_mermaid(graphrag_hybrid(:q, 3)) as graph",
-        q="tidepool compaction",  # reached through a shared entity: mention edges
+        "select graphrag_hybrid(:q, 4) as result, graphrag_mermaid(graphrag_hybrid(:q, 4)) as graph",
+        q="tidepool compaction",  # the fourth is reached through a shared entity: mention edges
     )
     result, graph = json.loads(rows[0]["result"]), rows[0]["graph"]
     mentions = [e for e in result["edges"] if e["rel"] == "MENTIONED_IN"]

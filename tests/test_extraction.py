@@ -366,8 +366,8 @@ def test_extract_and_link_writes_the_graph(tmp_path):
         ("Basin", "uses", "riffle", "Basin uses riffle", 1),
         ("Heron service", "depends_on", "tidepool", "Heron service depends on tidepool", 1),
     ]
-    assert db.execute("select relation_id, chunk_id, doc_id, sentence, extractor from relation_evidence where relation_id = 4").fetchall() == [
-        (4, 1, 1, "It uses `riffle` to read `tidepool`.", "patterns"),
+    assert db.execute("select relation_id, chunk_id, doc_id, sentence, extractor from relation_evidence where relation_id = 3").fetchall() == [
+        (3, 1, 1, "It uses `riffle` to read `tidepool`.", "patterns"),
     ]
     # The pronoun is a mention of the entity it stands for.
     assert db.execute("select entity_id, surface, type, span_start, span_end, link_score, features from mentions where surface = 'It'").fetchall() == [
@@ -375,7 +375,7 @@ def test_extract_and_link_writes_the_graph(tmp_path):
     ]
     # Entities are embedded; facts of typed relations too (co-occurrence ones are not).
     assert [r[0] for r in db.execute("select entity_id from entity_vec order by 1")] == [1, 2, 4, 5, 6, 7]
-    assert [r[0] for r in db.execute("select relation_id from fact_vec order by 1")] == [1, 4, 7]
+    assert [r[0] for r in db.execute("select relation_id from fact_vec order by 1")] == [1, 3, 6]
     assert db.execute("select * from gazetteer order by norm").fetchall() == [
         ("basin", "basin", "term", 1),
         ("heron", "heron", "term", 1),
@@ -715,19 +715,22 @@ def test_batches_that_only_insert_check_foreign_keys_once(tmp_path, monkeypatch)
     monkeypatch.setattr(extract, "_write", write)
     db = _sample_db(tmp_path / "graphrag.db")
     extract_and_link(db, workers=0)
-    assert enforced and set(enforced) == {(False, 0)}
+    # Documents linked before an entity they should have gone to are extracted again
+    # (extract._misplaced_generic, _lost_heads): those keep enforcement on.
+    assert (False, 0) in enforced and set(enforced) <= {(False, 0), (True, 1)}
     assert db.execute("pragma foreign_keys").fetchone() == (1,)
     assert db.execute("pragma foreign_key_check").fetchall() == []
     unchecked = _graph_rows(db)
     enforced.clear()
     extract_and_link(db, workers=0, force=True)
-    assert enforced and set(enforced) == {(True, 1)}
+    # a forced run takes the documents' rows back first, then writes them as new ones
+    assert (False, 0) in enforced and set(enforced) <= {(False, 0), (True, 1)}
 
     enforced.clear()
     monkeypatch.setattr(extract, "foreign_keys_off", lambda db: contextlib.nullcontext())
     enforcing = _sample_db(tmp_path / "enforcing.db")
     extract_and_link(enforcing, workers=0)
-    assert enforced and set(enforced) == {(False, 1)}
+    assert (False, 1) in enforced and set(enforced) <= {(False, 1), (True, 1)}
     assert _graph_rows(enforcing) == unchecked and len(unchecked[0]) > 1000
 
 
