@@ -114,10 +114,12 @@ def _run(db, pending, settings, progress, workers, unfinished=None):
         bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)) or bool(unfinished and unfinished["bulk"])
         doc_ids = [p[0] for p in pending]
         refined = sorted(set(doc_ids) | set(unfinished["doc_ids"] if unfinished else ()))
-        set_setting(db, RUN_SETTING, {"bulk": bulk, "doc_ids": refined})
+        last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
+        if unfinished:  # the entities the dead run made count as this run's
+            last_entity = min(last_entity, unfinished.get("last_entity", last_entity))
+        set_setting(db, RUN_SETTING, {"bulk": bulk, "doc_ids": refined, "last_entity": last_entity})
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
-        last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
         if pending:
             totals, linked_before = _extract(db, pending, settings, progress, workers)
         else:
@@ -135,7 +137,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None):
                 )]
                 refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before))
             db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
-    again = set(_misplaced_generic(db, doc_ids)) | set(_lost_heads(db, last_entity))
+    again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
     with db.atomic():
         again |= set(no_longer_generic(db))
     return totals, sorted(again)
@@ -200,7 +202,7 @@ def _lost_heads(db, last_entity):
     )]
 
 
-# The run under way: ``{"bulk": bool, "doc_ids": [...]}``, from before its first write
+# The run under way: ``{"bulk": bool, "doc_ids": [...], "last_entity": id}``, from before its first write
 # until the transaction that refines the graph, so a run that dies is finished by the next.
 RUN_SETTING = "extraction_run"
 
