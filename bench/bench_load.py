@@ -13,14 +13,12 @@ the repository root::
 """
 
 import argparse
-import contextlib
 import itertools
 import json
 import os
 import pathlib
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +29,9 @@ import time
 import httpx
 
 from common import PYTHON_DOCS, calibration_ms, machine, python_docs
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+from conftest import datasette_server  # noqa: E402
 
 from llm_graphrag.db import open_database
 
@@ -65,36 +66,10 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] if ordered else None
 
 
-@contextlib.contextmanager
 def served(path, log):
-    """``datasette serve path`` on a free loopback port; yields its base URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with open(log, "wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "datasette", "serve", str(path), "--port", str(port)],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + "/-/versions.json").status_code == 200:
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"datasette serve did not start:\n{pathlib.Path(log).read_text()}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """``datasette serve path`` on a free loopback port (the tests' ``datasette_server``,
+    given longer to start on a loaded machine); yields its base URL."""
+    return datasette_server(path, log=log, start_seconds=120)
 
 
 def python_docs_installed():

@@ -55,9 +55,10 @@ def sample_db(tmp_path_factory):
 
 
 @contextlib.contextmanager
-def datasette_server(*args, log=None):
+def datasette_server(*args, log=None, start_seconds=60):
     """``datasette serve ARGS`` in a subprocess on a free port: yields its base URL.
-    Its output goes to the file ``log`` (a temporary one by default)."""
+    Its output goes to the file ``log`` (a temporary one by default); it must answer
+    within ``start_seconds``."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -70,7 +71,7 @@ def datasette_server(*args, log=None):
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + start_seconds
         while True:
             try:
                 if httpx.get(url + "/-/versions.json").status_code == 200:
