@@ -85,14 +85,17 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
         pending = _pending(db, doc_ids, force)
     # A run that died before it refined the graph: this one refines what it would have.
     unfinished = get_setting(db, RUN_SETTING)
-    if not pending and not unfinished:
+    # Documents a run that died had still to extract again (``AGAIN_SETTING``).
+    left_again = [d for d in get_setting(db, AGAIN_SETTING, []) or [] if d not in {p[0] for p in pending}]
+    if not pending and not unfinished and not left_again:
         return {"mentions": 0, "entities_new": 0, "relations": 0}
     last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
-    totals, again = _run(db, pending, settings, progress, workers, unfinished)
-    for _ in range(AGAIN_ROUNDS):
-        if not again:
-            break
-        _, again = _run(db, _pending(db, again, True), settings, None, workers)
+    if pending or unfinished:
+        totals, again = _run(db, pending, settings, progress, workers, unfinished)
+        again = sorted(set(again) | set(left_again))
+    else:
+        totals, again = {"relations": 0}, left_again
+    _again_rounds(db, again, settings, workers)
     # What is stored once refined: the documents' mentions, and the entities made.
     doc_ids = [p[0] for p in pending]
     totals["mentions"] = db.execute(
@@ -103,6 +106,19 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
 
 
 AGAIN_ROUNDS = 3  # how many times documents linked before may be extracted again, at most
+# The documents to extract again, stored in the transaction that finds them and cleared
+# once they are: a run killed between the two leaves them to the next.
+AGAIN_SETTING = "extraction_again"
+
+
+def _again_rounds(db, again, settings, workers):
+    """Extract ``again`` documents again, and those that finds, ``AGAIN_ROUNDS`` times at most."""
+    for _ in range(AGAIN_ROUNDS):
+        if not again:
+            break
+        _, again = _run(db, _pending(db, again, True), settings, None, workers)
+    with db.atomic():
+        db.execute("delete from graphrag_settings where key = ?", [AGAIN_SETTING])
 
 
 def _run(db, pending, settings, progress, workers, unfinished=None):
@@ -137,9 +153,9 @@ def _run(db, pending, settings, progress, workers, unfinished=None):
                 )]
                 refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before))
             db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
-    again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
-    with db.atomic():
-        again |= set(no_longer_generic(db))
+            again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
+            again |= set(no_longer_generic(db))
+            set_setting(db, AGAIN_SETTING, sorted(again))
     return totals, sorted(again)
 
 
@@ -149,11 +165,9 @@ def settle(db, workers=None):
     norms = [n for (n,) in db.execute("select norm from entities group by norm having count(*) > 1")]
     with db.atomic():
         again = set(_misplaced_generic(db, norms=norms)) | set(no_longer_generic(db))
-    settings = load_settings(db)
-    for _ in range(AGAIN_ROUNDS):
-        if not again:
-            break
-        _, again = _run(db, _pending(db, sorted(again), True), settings, None, workers)
+        again |= set(get_setting(db, AGAIN_SETTING, []) or [])
+        set_setting(db, AGAIN_SETTING, sorted(again))
+    _again_rounds(db, sorted(again), load_settings(db), workers)
 
 
 def _release(db, doc_ids):
@@ -211,13 +225,15 @@ def unfinished_work(db, doc_ids=None):
     """What runs that died left undone (``status`` reports it, ``ingest`` finishes it):
     ``pending_extraction``, the documents (of ``doc_ids``, default all) whose content is
     not extracted; ``pending_refinement``, the documents a run extracted without refining
-    the graph after; ``suspended_triggers``, the triggers a bulk run left out."""
+    the graph after or had still to extract again (``AGAIN_SETTING``);
+    ``suspended_triggers``, the triggers a bulk run left out."""
     pending = len(_pending(db, doc_ids, False))
     run = get_setting(db, RUN_SETTING)
+    unrefined = set(run["doc_ids"] if run else ()) | set(get_setting(db, AGAIN_SETTING, []) or [])
     suspended = get_setting(db, SUSPENDED_SETTING) or {}
     return {
         "pending_extraction": pending,
-        "pending_refinement": len(run["doc_ids"]) if run else 0,
+        "pending_refinement": len(unrefined),
         "suspended_triggers": sorted(name for triggers in suspended.values() for name, _ in triggers),
     }
 

@@ -297,3 +297,53 @@ def test_remembered_sketches_filter_as_the_documents_did():
     assert resumed.remembered() == whole.remembered() == 3
     assert resumed.check_many(documents[2]) == whole.check_many(documents[2]) == [True, True, True, False]
     assert resumed.sketches_since(0) == whole.sketches_since(0)
+
+
+class Died(BaseException):
+    """A process that dies where this is raised (not an ``Exception``: nothing catches it)."""
+
+
+def test_a_run_dying_before_it_extracts_again_leaves_that_to_the_next(corpus, tmp_path, monkeypatch):
+    """The documents a refined graph links otherwise (``extract.AGAIN_SETTING``) are stored
+    in the transaction that refines it: a run that dies before it extracts them again leaves
+    them to the next run, which then stores what one uninterrupted run stores."""
+    from llm_graphrag.ingest import ingest_docs
+
+    def loaded(path):
+        db = open_database(path)
+        ingest_docs(db, [str(corpus)], extract=False)
+        return db
+
+    whole = loaded(tmp_path / "whole.db")
+    rounds = []
+    real_run = extract._run
+
+    def counting(db, pending, *args, **kwargs):
+        rounds.append([p[0] for p in pending])
+        return real_run(db, pending, *args, **kwargs)
+
+    monkeypatch.setattr(extract, "_run", counting)
+    extract.extract_and_link(whole, workers=0)
+    assert len(rounds) > 1  # this corpus has documents to extract again
+    expected = state(tmp_path / "whole.db")
+    whole.close()
+
+    def dying(db, pending, *args, **kwargs):
+        rounds.append([p[0] for p in pending])
+        if len(rounds) == 2:
+            raise Died
+        return real_run(db, pending, *args, **kwargs)
+
+    rounds.clear()
+    db = loaded(tmp_path / "killed.db")
+    monkeypatch.setattr(extract, "_run", dying)
+    with pytest.raises(Died):
+        extract.extract_and_link(db, workers=0)
+    again = rounds[1]
+    assert extract.unfinished_work(db) == {
+        "pending_extraction": 0, "pending_refinement": len(again), "suspended_triggers": [],
+    }
+    extract.extract_and_link(db, workers=0)
+    assert extract.unfinished_work(db) == FINISHED
+    db.close()
+    assert state(tmp_path / "killed.db") == expected
