@@ -51,6 +51,16 @@ def stop_words():
     return frozenset(w.lower() for w in get_stop_words("en"))
 
 
+@lru_cache(maxsize=1)
+def stop_norms():
+    """The stop words and their norms ("excluding" is "exclud"): a generic word's norm
+    that is one of these was found generic for being a stop word, whatever the corpus."""
+    from .extraction import normalize
+
+    words = stop_words()
+    return words | {normalize(w) for w in words}
+
+
 def common_word(word):
     """Whether ``word`` is a word of general English: one whole token of the bundled
     embedding model's vocabulary (BERT's, made from word counts of books and an
@@ -112,11 +122,11 @@ def _set_scope(db, doc_ids, entity_ids=None):
 def generic_entity_ids(db, with_heads=False):
     """Entities that identify nothing: ids, in order.
 
-    A one-word concept or term in the stop-word list, or a word of general English
-    (``common_word``) in too many documents, any
-    one-word entity whose name or norm is a stop word ("None", "self"; "values" is
-    "value", whichever of them names it now), and any entity all of whose
-    mentions are heads of a longer phrase (a head is one word: only one-word names are read).
+    A one-word concept or term with a form in the stop-word list (``stop_norms``: "results"
+    makes "result" generic, whichever of them names it now) or a word of general English
+    (``common_word``) in too many documents, any one-word entity whose name or norm is a
+    stop word ("None", "self"), and any entity all of whose mentions are heads of a longer
+    phrase (a head is one word: only one-word names are read).
     """
     documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
@@ -137,7 +147,9 @@ def generic_entity_ids(db, with_heads=False):
         if heads == mentions:
             found.append(entity_id)
             all_heads.append(entity_id)
-        elif single and (low in words or norm in words):
+        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()):
+            # a concept is generic if any form of it is a stop word ("includ" of "including"),
+            # whichever form names it now: no_longer_generic reads only the norm
             found.append(entity_id)
         elif single and typ in WORD_TYPES and name.islower() and df >= frequent and common_word(low):
             found.append(entity_id)
@@ -215,7 +227,7 @@ def no_longer_generic(db):
         return []
     documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
-    stop = stop_words()
+    stop = stop_norms()  # a stop word's norm stays: its name made it generic (generic_entity_ids)
     df = dict(db.execute(
         "select norm, count(*) from dropped_words where norm in (select value from json_each(?)) group by norm",
         [json.dumps(words)],

@@ -144,3 +144,35 @@ def test_weak_cooccurrence_is_held_and_comes_back_with_more_evidence(tmp_path):
     assert [r[:6] for r in whole.execute(rows).fetchall() if r[2] == "related_to"] == [
         ("riffle", "tidepool", "related_to", 5.454, 0.4545, 12),  # 12 × 0.4545, summed exactly
     ]
+
+
+def test_a_word_generic_for_a_stop_word_form_stays_generic(tmp_path):
+    """"Excluding" is a stop word and its norm "exclud" is not: the norm, all that the
+    generic words keep, says it is generic whatever the corpus, so an update does not take
+    it out (and extract its documents again) only for refinement to put it back."""
+    from llm_graphrag.refine import GENERIC_SETTING, no_longer_generic
+    from llm_graphrag.schema import get_setting
+
+    texts = ["Excluding the gauge, the survey fills the archive tape."] + [
+        f"The station{i} survey reaches the gauge." for i in range(6)
+    ]
+    db = _db(tmp_path, texts)
+    extract_and_link(db)
+    words = get_setting(db, GENERIC_SETTING)
+    assert "exclud" in words
+    with db.atomic():
+        assert no_longer_generic(db) == []
+    assert get_setting(db, GENERIC_SETTING) == words
+    # One more document, extracted on its own: nothing is extracted again.
+    from llm_graphrag import extract
+
+    rounds = []
+    real_run = extract._run
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(extract, "_run", lambda db, pending, *a, **k: rounds.append(len(pending)) or real_run(db, pending, *a, **k))
+        with db.atomic():
+            db["docs"].insert({"id": 99, "path": "/docs/99.md", "title": None, "hash": "h99"})
+            db["chunks"].insert({"doc_id": 99, "seq": 0, "content": "Excluding nothing, the archive tape holds it."})
+        extract_and_link(db)
+    assert rounds == [1]
+    assert get_setting(db, GENERIC_SETTING) == words
