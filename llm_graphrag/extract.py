@@ -90,12 +90,13 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     if not pending and not unfinished and not left_again:
         return {"mentions": 0, "entities_new": 0, "relations": 0}
     last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
+    found = _ExtractedCache()
     if pending or unfinished:
-        totals, again = _run(db, pending, settings, progress, workers, unfinished)
+        totals, again = _run(db, pending, settings, progress, workers, unfinished, found)
         again = sorted(set(again) | set(left_again))
     else:
         totals, again = {"relations": 0}, left_again
-    _again_rounds(db, again, settings, workers)
+    _again_rounds(db, again, settings, workers, found)
     # What is stored once refined: the documents' mentions, and the entities made.
     doc_ids = [p[0] for p in pending]
     totals["mentions"] = db.execute(
@@ -111,17 +112,18 @@ AGAIN_ROUNDS = 3  # how many times documents linked before may be extracted agai
 AGAIN_SETTING = "extraction_again"
 
 
-def _again_rounds(db, again, settings, workers):
-    """Extract ``again`` documents again, and those that finds, ``AGAIN_ROUNDS`` times at most."""
+def _again_rounds(db, again, settings, workers, found=None):
+    """Extract ``again`` documents again, and those that finds, ``AGAIN_ROUNDS`` times at most
+    (what ``found`` kept of them is linked again, not extracted again)."""
     for _ in range(AGAIN_ROUNDS):
         if not again:
             break
-        _, again = _run(db, _pending(db, again, True), settings, None, workers)
+        _, again = _run(db, _pending(db, again, True), settings, None, workers, found=found)
     with db.atomic():
         db.execute("delete from graphrag_settings where key = ?", [AGAIN_SETTING])
 
 
-def _run(db, pending, settings, progress, workers, unfinished=None):
+def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
     """Extract, link and refine the ``pending`` documents; returns their totals and the
     documents to extract again (``_misplaced_generic``, ``_lost_heads``). ``unfinished``:
     the run a process that died left (``RUN_SETTING``), refined with this one."""
@@ -137,7 +139,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None):
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         if pending:
-            totals, linked_before = _extract(db, pending, settings, progress, workers)
+            totals, linked_before = _extract(db, pending, settings, progress, workers, found)
         else:
             totals, linked_before = {"relations": 0}, set()
         # What the whole corpus decides: generic entities, significant co-occurrence,
@@ -255,14 +257,18 @@ def _extracted_count(db):
     return db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
 
 
-def _extract(db, pending, settings, progress, workers):
+def _extract(db, pending, settings, progress, workers, found=None):
     """``extract_and_link`` of the ``pending`` documents (see ``_pending``); returns the
-    totals and the entities their earlier extraction linked to."""
+    totals and the entities their earlier extraction linked to. ``found`` (an ``_ExtractedCache``)
+    keeps what workers found in the documents, and gives it back when one of them comes
+    again in the same run (``_run``'s rounds): it is linked again, not extracted again."""
     totals = {"mentions": 0, "entities_new": 0, "relations": 0}
     from .embeddings import embedder_for
 
+    found = found if found is not None else _ExtractedCache()
+    known_before = {p[0] for p in pending if found.has(p[0], p[3])}
     embedder = embedder_for(db)
-    workers = worker_count(workers, len(pending), settings)
+    workers = worker_count(workers, len(pending) - len(known_before), settings)
     if workers:
         # The tokenizer's own thread pool would compete with the workers for the same
         # cores: every small embedding call here then waits for a busy core.
@@ -270,7 +276,7 @@ def _extract(db, pending, settings, progress, workers):
     # Pass one: salient terms, in a single transaction (one commit, not one per document).
     texts = (
         (doc_id, title, [c for (c,) in db.execute("select content from chunks where doc_id = ? order by seq", [doc_id])])
-        for doc_id, _, title, _, _ in pending
+        for doc_id, _, title, _, _ in pending if doc_id not in known_before  # the same content: the same terms
     )
     with db.atomic():
         for doc_id, rows in parallel.ordered_map(_salient_rows, texts, workers, ahead=EXTRACT_AHEAD):
@@ -278,7 +284,11 @@ def _extract(db, pending, settings, progress, workers):
             db.conn.executemany(
                 "insert into gazetteer_terms (doc_id, norm, term, type) values (?, ?, ?, ?)", rows
             )
-    context = ExtractionContext(settings, load_gazetteer(db, settings), embedder)
+    gazetteer = _gazetteer_rows(db, settings)
+    if found.gazetteer != gazetteer:  # what extraction sees changed: found again
+        found.clear(gazetteer)
+        known_before = set()
+    context = ExtractionContext(settings, Gazetteer(gazetteer), embedder)
     context.generic = generic_norms(db)
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
     mention_extractors = plugins.get_mention_extractors()
@@ -293,7 +303,8 @@ def _extract(db, pending, settings, progress, workers):
         def documents():
             for doc_id, path, title, _, _ in pending:
                 chunks = chunks_of[doc_id] = _chunks(db, doc_id, title, path)
-                yield doc_id, title, chunks
+                if doc_id not in known_before:
+                    yield doc_id, title, chunks
 
         extracted_documents = parallel.ordered_map(
             _extract_document, documents(), workers,
@@ -301,7 +312,14 @@ def _extract(db, pending, settings, progress, workers):
             ahead=EXTRACT_AHEAD, nice=WORKER_NICENESS,
         )
         touched, linked_before = set(), set()
-        for (doc_id, path, title, content_hash, extracted_before), extracted in zip(pending, extracted_documents):
+        for doc_id, path, title, content_hash, extracted_before in pending:
+            if doc_id in known_before:
+                chunks_of[doc_id] = _chunks(db, doc_id, title, path)
+                extracted = found.get(doc_id, content_hash)
+            else:
+                extracted = next(extracted_documents)
+                found.add(doc_id, content_hash, extracted)
+            extracted = _leave_out(extracted, context.generic)
             if progress:
                 progress(path)
             prepared = _prepare_document(
@@ -318,6 +336,30 @@ def _extract(db, pending, settings, progress, workers):
         touched.update(_flush(db, batch, linker, embedder, known))
     totals["relations"] = len(touched)
     return totals, linked_before
+
+
+class _ExtractedCache:
+    """What workers found in documents (``_extract_document``) during one run, by document
+    and content, while extraction sees the same gazetteer; ``MAX_MENTIONS`` mentions at most."""
+
+    MAX_MENTIONS = 500_000  # about 300 MB
+
+    def __init__(self):
+        self.clear(None)
+
+    def clear(self, gazetteer):
+        self.gazetteer, self.documents, self.mentions = gazetteer, {}, 0
+
+    def has(self, doc_id, content_hash):
+        return (doc_id, content_hash) in self.documents
+
+    def get(self, doc_id, content_hash):
+        return self.documents[(doc_id, content_hash)]
+
+    def add(self, doc_id, content_hash, extracted):
+        if self.mentions + len(extracted.mentions) <= self.MAX_MENTIONS:
+            self.documents[(doc_id, content_hash)] = extracted
+            self.mentions += len(extracted.mentions)
 
 
 class _Batch:
@@ -450,11 +492,14 @@ def _salient_rows(document):
 
 def load_gazetteer(db, settings):
     """Seed 004 §6.2: the top-K terms used in salient places by at least min_freq documents."""
-    rows = db.execute(
+    return Gazetteer(_gazetteer_rows(db, settings))
+
+
+def _gazetteer_rows(db, settings):
+    return db.execute(
         "select term, type, freq from gazetteer where freq >= ? order by freq desc, norm limit ?",
         [settings.gazetteer_min_freq, settings.gazetteer_topk],
     ).fetchall()
-    return Gazetteer(rows)
 
 
 def _context_tokens(chunk):
@@ -537,13 +582,6 @@ def _extract_document(document):
 
     ordered = [(0, subject)] if subject is not None and chunks else []
     ordered.extend((index, m) for index, mentions in enumerate(per_chunk) for m in mentions)
-    generic = context.generic
-    left_out = []
-    if generic:
-        # Words the corpus found generic (refine.py) name no entity: left out after the
-        # relations were found, as a whole run removes them, with their relations, after.
-        left_out = sorted({m.norm for _, m in ordered if m.type in GENERIC_MENTION_TYPES and m.norm in generic})
-        ordered = [(i, m) for i, m in ordered if not (m.type in GENERIC_MENTION_TYPES and m.norm in generic)]
     position = {m: i for i, (_, m) in enumerate(ordered)}
     rows, spans, defining = [], {}, set()
     for i, (index, m) in enumerate(ordered):
@@ -568,7 +606,39 @@ def _extract_document(document):
                 sentence = squashed[c.sentence] = _squash(c.sentence)
             number = sentence_index.setdefault(sentence, len(sentence_index))
             found.append((index, src, dst, c.rel, c.weight, c.proximity, number, c.extractor))
-    return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining, left_out)
+    return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining, [])
+
+
+def _leave_out(extracted, generic):
+    """``extracted`` (what ``_extract_document`` found) without the mentions of words the
+    corpus found generic (``refine.generic_norms``) and the relation candidates of those:
+    they name no entity, and a whole run removes them, with their relations, after. Done
+    here, not in the worker, so what a worker found serves again whatever is generic then
+    (``_extract``'s ``found``)."""
+    rows = extracted.mentions
+    dropped = [i for i, r in enumerate(rows) if r[3] in GENERIC_MENTION_TYPES and r[10] in generic]
+    if not dropped:
+        return _Extracted(
+            extracted.doc_id, rows, extracted.candidates, extracted.sentences, extracted.spans,
+            set(extracted.defining), [],
+        )
+    gone = set(dropped)
+    new = {old: i for i, old in enumerate(i for i in range(len(rows)) if i not in gone)}
+    # Records are tuples (see _mention_record): the antecedent's index is field 12.
+    mentions = [r[:12] + (new.get(r[12], -1),) + r[13:] for i, r in enumerate(rows) if i not in gone]
+    numbers, sentences, candidates = {}, [], []
+    for index, src, dst, rel, weight, proximity, number, extractor in extracted.candidates:
+        src, dst = new.get(src), new.get(dst)
+        if src is None or dst is None:
+            continue
+        if number not in numbers:
+            numbers[number] = len(sentences)
+            sentences.append(extracted.sentences[number])
+        candidates.append((index, src, dst, rel, weight, proximity, numbers[number], extractor))
+    return _Extracted(
+        extracted.doc_id, mentions, candidates, sentences, extracted.spans,
+        {new[i] for i in extracted.defining if i in new}, sorted({rows[i][10] for i in dropped}),
+    )
 
 
 def _prepare_document(db, extracted, chunks, content_hash, extracted_before, context, linker, embed, batch, known):

@@ -794,3 +794,27 @@ def test_the_next_run_mends_triggers_a_killed_run_left_suspended(tmp_path):
     assert extract_and_link(db) == {"mentions": 0, "entities_new": 0, "relations": 0}
     assert _full_text_state(db)[0] == triggers
     assert db.execute("select count(*) from graphrag_settings where key like '%deferred%'").fetchone() == (0,)
+
+
+def test_documents_a_run_extracts_again_are_linked_again_not_extracted_again(tmp_path, monkeypatch):
+    """A run's later rounds (documents linked before an entity they should have gone to,
+    ``extract._misplaced_generic``) link what was found in them again instead of finding it
+    again (``extract._ExtractedCache``), and store what finding it again stores."""
+    from llm_graphrag import extract
+
+    found, rounds = [], []
+    real_find, real_run = extract._extract_document, extract._run
+    monkeypatch.setattr(extract, "_extract_document", lambda document: found.append(document[0]) or real_find(document))
+    monkeypatch.setattr(extract, "_run", lambda db, pending, *a, **k: rounds.append([p[0] for p in pending]) or real_run(db, pending, *a, **k))
+    graphs = {}
+    for kept in (0, extract._ExtractedCache.MAX_MENTIONS):
+        monkeypatch.setattr(extract._ExtractedCache, "MAX_MENTIONS", kept)
+        found.clear()
+        rounds.clear()
+        db = _sample_db(tmp_path / f"kept-{kept}.db")
+        extract_and_link(db, workers=0)
+        assert len(rounds) > 1  # the sample corpus has documents to link again
+        documents = sorted(d for (d,) in db.execute("select id from docs"))
+        assert sorted(found) == (sorted(documents + [d for r in rounds[1:] for d in r]) if kept == 0 else documents)
+        graphs[kept] = _graph_rows(db)
+    assert graphs[0] == graphs[extract._ExtractedCache.MAX_MENTIONS]
