@@ -34,7 +34,7 @@ from .extraction import (
     subject_mention,
 )
 from .linking import Linker, entity_text, type_order
-from .refine import generic_norms, no_longer_generic, refine_graph
+from .refine import RELEASED_SETTING, generic_norms, no_longer_generic, refine_graph, take_deferred
 
 # Mentions that may name a generic word ("service", "Service" opening a heading): code,
 # standards and the like never do.
@@ -87,7 +87,7 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     unfinished = get_setting(db, RUN_SETTING)
     # Documents a run that died had still to extract again (``AGAIN_SETTING``).
     left_again = [d for d in get_setting(db, AGAIN_SETTING, []) or [] if d not in {p[0] for p in pending}]
-    if not pending and not unfinished and not left_again:
+    if not pending and not unfinished and not left_again and not get_setting(db, RELEASED_SETTING):
         return {"mentions": 0, "entities_new": 0, "relations": 0}
     last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
     found = _ExtractedCache()
@@ -146,6 +146,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
         # canonical names (a bulk run refines everything, a small one what it touched:
         # the entities the documents mention, and those they mentioned before).
         with db.atomic():
+            released = take_deferred(db)  # entities rewritten documents mentioned before
             if bulk:
                 refine_graph(db, settings)
             else:
@@ -153,7 +154,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
                     "select distinct entity_id from mentions where entity_id is not null and "
                     "doc_id in (select value from json_each(?))", [json.dumps(refined)]
                 )]
-                refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before))
+                refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before | set(released)))
             db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
             again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
             again |= set(no_longer_generic(db))

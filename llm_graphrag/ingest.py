@@ -354,7 +354,8 @@ def _write_document(db, document, chunks, vectors, tags):
         row = conn.execute("select id from docs where path = ?", [document.path]).fetchone()
         if row:
             doc_id = row[0]
-            release_extraction(db, [doc_id])
+            # Its new chunks are searchable sooner: their extraction refines what this takes.
+            release_extraction(db, [doc_id], refine=False)
             conn.execute("delete from chunks where doc_id = ?", [doc_id])
             conn.execute(
                 "update docs set path = ?, source = ?, mtime_ms = ?, meta = ?, title = ?, "
@@ -427,7 +428,7 @@ def purge_documents(db, doc_ids):
     return len(doc_ids)
 
 
-def release_extraction(db, doc_ids):
+def release_extraction(db, doc_ids, refine=True):
     """Take back what extraction stored for documents whose chunks are about to go.
 
     Their mentions and relation evidence are deleted (a relation left without evidence
@@ -471,8 +472,13 @@ def release_extraction(db, doc_ids):
     conn.execute("update docs set extracted_hash = null where id in (select value from json_each(?))", [ids])
     # What the corpus decides of the entities that lost mentions (their names, whether
     # they are generic, their co-occurrence edges) may change with them.
+    # ``refine=False``: the documents are extracted again next, and that run refines them.
     survivors = [e for e, _ in counts]
-    if survivors:
+    if survivors and not refine:
+        from .refine import defer_refinement
+
+        defer_refinement(db, survivors)
+    elif survivors:
         from .extract import load_settings
         from .refine import refine_graph
 

@@ -157,6 +157,27 @@ def generic_entity_ids(db, with_heads=False):
 
 
 GENERIC_SETTING = "generic_words"  # norms found generic, kept so that they stay so
+# Entities that lost mentions to a document about to be extracted again: that extraction
+# refines them with its own (``extract._run``), instead of the write refining them first.
+RELEASED_SETTING = "released_entities"
+
+
+def defer_refinement(db, entity_ids):
+    """Leave ``entity_ids`` to the next extraction's refinement (call inside a transaction)."""
+    from .schema import get_setting, set_setting
+
+    waiting = set(get_setting(db, RELEASED_SETTING, []) or [])
+    set_setting(db, RELEASED_SETTING, sorted(waiting | set(entity_ids)))
+
+
+def take_deferred(db):
+    """The entities left to this refinement (``defer_refinement``), no longer left (call
+    inside the transaction that refines them)."""
+    from .schema import get_setting
+
+    waiting = get_setting(db, RELEASED_SETTING, []) or []
+    db.conn.execute("delete from graphrag_settings where key = ?", [RELEASED_SETTING])
+    return waiting
 
 
 def generic_norms(db):
