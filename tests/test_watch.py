@@ -426,3 +426,29 @@ def test_datasette_keeps_answering_while_the_watcher_writes(tmp_path, serve):
     assert len(answers) >= len(pages) * 3
     assert watcher.state["last_error"] is None
     assert_consistent(open_database(database))
+
+
+def test_a_rewritten_document_leaves_its_entities_to_its_extraction(tmp_path):
+    """Writing a changed file's chunks takes back what its extraction stored, and leaves
+    the refinement of the entities that lost mentions (``refine.RELEASED_SETTING``) to the
+    extraction that follows: the graph is then that of a clean ingest."""
+    from llm_graphrag.extract import extract_and_link
+    from llm_graphrag.refine import RELEASED_SETTING
+    from llm_graphrag.schema import get_setting
+
+    folder = tmp_path / "corpus"
+    shutil.copytree(SAMPLE, folder)
+    db = open_database(tmp_path / "graphrag.db")
+    ingest_docs(db, [str(folder)], workers=0)
+    changed = folder / "services/tidepool.md"
+    doc_id = db.execute("select id from docs where path = ?", [str(changed)]).fetchone()[0]
+    before = {e for (e,) in db.execute("select distinct entity_id from mentions where doc_id = ?", [doc_id])}
+    changed.write_text(changed.read_text() + "\n\nThe archive keeps what the station agent sends.\n")
+    assert ingest_docs(db, [str(folder)], workers=0, extract=False).ingested == 1
+    assert set(get_setting(db, RELEASED_SETTING)) == before
+    assert db.execute("select count(*) from mentions where doc_id = ?", [doc_id]).fetchone() == (0,)
+    extract_and_link(db, workers=0)
+    assert get_setting(db, RELEASED_SETTING) is None
+    clean = open_database(tmp_path / "clean.db")
+    ingest_docs(clean, [str(folder)], workers=0)
+    assert snapshot(db) == snapshot(clean)
