@@ -783,9 +783,15 @@ def sentence_case_name(word, context):
     writes it so ("Frogs are..." beside "tree frogs"); otherwise as written ("Basin")."""
     low = word.lower()
     seen = context.lower_words
-    if word[:1].isupper() and word[1:] == low[1:] and (seen is None or low in seen):
+    if word[:1].isupper() and word[1:] == low[1:] and (seen is None or low in seen or _plural(low)):
         return low
     return word
+
+
+def _plural(low):
+    """A regular plural ("beavers", "mammals"): as a sentence's first word, a common noun
+    that the concept extractor already found is no name (names are seldom plurals)."""
+    return len(low) > 3 and low.endswith("s") and not low.endswith(_KEEP_S) and lemma(low) != low
 
 
 def _snippet(text, start, end, width=60):
@@ -1060,20 +1066,31 @@ def concept_mentions(chunk, context):
                         run = []
                     prev_class = "punct"
                 low = word.lower()
+                possessive = False
                 if "'" in low or "’" in low:
                     if "n't" in low or "n’t" in low:
                         low = "n't"
                     else:
                         low = re.split(r"['’]", low)[0]
+                        possessive = word[len(low) :].lower() in ("'s", "’s")
                 cls = _classify(word, low, k, tokens, prev_class, prev_word, title, proper)
             else:
                 cls = "end"
             if cls in ("noun", "adj", "mod"):
+                if possessive:
+                    # A possessor ends its own phrase: "the user’s session" names the user
+                    # and the session, not a "user’s session".
+                    end, word = end - 2, word[:-2]
+                    if cls == "mod":
+                        cls = "noun"
                 # A common word opening its sentence is named in lower case ("Frogs are").
                 run.append((
                     start, end, low if cls != "mod" else word, cls,
                     sentence_case_name(word, context) if k == 0 and cls in ("noun", "adj") else word,
                 ))
+                if possessive:
+                    _emit(run, mentions, text)
+                    run = []
             elif run:
                 _emit(run, mentions, text)
                 run = []

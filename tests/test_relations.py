@@ -111,7 +111,7 @@ def test_numbered_steps_precede_each_other():
 def test_cooccurrence_links_neighbours_by_proximity():
     text = "Beavers build dams across streams."
     assert candidates(text, relations.cooccurrence_relations) == [
-        ("Beavers", "related_to", "dams", 0.35, round(1 / 1.1, 3)),
+        ("beavers", "related_to", "dams", 0.35, round(1 / 1.1, 3)),
         ("dams", "related_to", "streams", 0.35, round(1 / 1.1, 3)),
     ]
     settings = extraction.ExtractionSettings(cooccurrence="off")
