@@ -131,6 +131,18 @@ _TRIGGERS = re.compile(
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
+_NEGATIONS = frozenset("not never cannot n't n’t".split())
+_NEGATION_WORDS = re.compile(r"[\w’']+")
+
+
+def _negated(text, trigger_length):
+    """A negation among the three words before a trigger or inside it: "has not been
+    included with", "is never used by", "doesn't require"."""
+    before = _NEGATION_WORDS.findall(text[: len(text) - trigger_length])[-3:]
+    inside = _NEGATION_WORDS.findall(text[len(text) - trigger_length :])
+    return any(w.lower() in _NEGATIONS or w.lower().endswith(("n't", "n’t")) for w in before + inside)
+
+
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
 _COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:the\s+|an?\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
@@ -193,6 +205,8 @@ def pattern_relations(chunk, mentions, context):
                 continue  # the trigger is inside a mention ("data interchange format")
             if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
                 continue
+            if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
+                continue  # "has not been included with": what a sentence denies is no relation
             left, left_gap = _left_of(group, t_start, masked, ends)
             rights = _rights_of(group, t_end, masked, s_end, starts)
             if left is None or not rights:

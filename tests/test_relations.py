@@ -166,3 +166,12 @@ def test_structure_of_documentation_qualified_names_and_settings():
         ("json", "configured_via", "PYTHONIOENCODING", 0.8, 1.0),
         ("json.dumps", "part_of", "json", 0.9, 1.0),
     ]
+
+
+def test_a_negated_trigger_states_no_relation():
+    assert candidates("Basin is not used by Heron.", relations.pattern_relations) == []
+    assert candidates("Basin doesn't require Heron.", relations.pattern_relations) == []
+    assert candidates("Heron never depends on Basin.", relations.pattern_relations) == []
+    assert candidates("Copper is a metal, not a gas.", relations.pattern_relations) == [
+        ("Copper", "is_a", "metal", 0.6, 1.0),
+    ]
