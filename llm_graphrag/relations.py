@@ -81,6 +81,7 @@ _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)\s+of\b", "is_a", 0.85, False),
+    (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:subclass|subtype|instance|speciali[sz]ation)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|used|\w+ed|\w+ing)\b)", "is_a", 0.6, False),
     (r",\s+(?:an?)\s+", "is_a", 0.55, False),
@@ -104,7 +105,7 @@ TRIGGER_LEADS = frozenset(
     causes cause caused leads lead led results result triggers produces produce produced
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
-    abbreviated aka""".split()
+    abbreviated aka inherits inherit inheriting derives derived subclasses""".split()
 )
 
 
@@ -201,8 +202,9 @@ def pattern_relations(chunk, mentions, context):
                 continue
             if any(a < t_end and t_start < b for a, b in used):
                 continue
-            if bisect_left(starts, t_end) != bisect_right(ends, t_start):
-                continue  # the trigger is inside a mention ("data interchange format")
+            inside = group[bisect_right(ends, t_start) : bisect_left(starts, t_end)]
+            if any(m.type != "concept" or m.start <= t_start or m.end > t_end for m in inside):
+                continue  # the trigger is in a mention ("data interchange format"), not "is a subclass of"
             if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
                 continue
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
