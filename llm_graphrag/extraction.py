@@ -1186,13 +1186,22 @@ def _participle(low, k, tokens, prev_class, prev_word):
     return "verb"
 
 
+@lru_cache(maxsize=1)
+def _library_stop_words():
+    """The stop-words library's English list ("specified", "associated", "various"): as a
+    leading modifier, such a word tells nothing about the thing a phrase names."""
+    from .refine import stop_words
+
+    return stop_words()
+
+
 def _emit(run, mentions, text):
     if not run:
         return
     # Trim generic adjectives in front ("common", "lightweight"); participles and other
     # modifiers stay ("flowing water", "dissolved oxygen"). Nothing but a noun ends it.
     while run and run[0][3] == "adj" and (
-        len(run) == 1 or (run[0][2] in COMMON_ADJECTIVES and run[0][2] not in KEEP_ADJECTIVES)
+        len(run) == 1 or run[0][2] not in KEEP_ADJECTIVES and (run[0][2] in COMMON_ADJECTIVES or run[0][2] in _library_stop_words())
     ):
         run = run[1:]
     while run and run[-1][3] in ("adj", "mod"):
