@@ -1620,10 +1620,25 @@ def subject_mention(title):
     return Mention(head, typ, None, None, 0.8, {"inTitle": True}, extractor="title")
 
 
+def _premodifiers(mentions, text):
+    """Less the one-word concepts that stand right before a name or code span, as its
+    modifier: "a genuine Cross Site Request Forgery", "every incoming `HttpRequest`"."""
+    drop = set()
+    for m, following in zip(mentions, mentions[1:]):
+        if (
+            m.type == "concept" and m.features.get("np") == 1 and not m.features.get("head")
+            and following.type not in ("concept", "version", "DATE", "step")
+            and following.start - m.end <= 2 and text[m.end : following.start].strip(" `*") == ""
+            and not m.name.endswith("s")
+        ):
+            drop.add(id(m))
+    return [m for m in mentions if id(m) not in drop] if drop else mentions
+
+
 def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
-    mentions = resolve_overlaps(mentions)
+    mentions = _premodifiers(resolve_overlaps(mentions), chunk.text)
     corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
     if corefs:
         spans = [(c.start, c.end) for c in corefs]

@@ -231,6 +231,16 @@ def test_a_leading_modifier_from_the_stop_word_library_is_trimmed():
     ]
 
 
+def test_a_one_word_concept_right_before_a_name_is_its_modifier():
+    text = "Send a signed Kestrel Token with every outgoing `HeronRequest`, and read the tokens Basin writes."
+    assert [(m.surface, m.type) for m in mentions_of(text)] == [
+        ("Kestrel Token", "name"),  # not "signed"
+        ("HeronRequest", "code"),  # not "outgoing"
+        ("tokens", "concept"),  # a plural is no modifier: it stays before "Basin"
+        ("Basin", "name"),
+    ]
+
+
 def test_coref_lite():
     text = (
         "The :mod:`sqlite3` module was written by Gerhard Häring. It provides an SQL interface. "
