@@ -783,9 +783,15 @@ def sentence_case_name(word, context):
     writes it so ("Frogs are..." beside "tree frogs"); otherwise as written ("Basin")."""
     low = word.lower()
     seen = context.lower_words
-    if word[:1].isupper() and word[1:] == low[1:] and (seen is None or low in seen):
+    if word[:1].isupper() and word[1:] == low[1:] and (seen is None or low in seen or _plural(low)):
         return low
     return word
+
+
+def _plural(low):
+    """A regular plural ("beavers", "mammals"): as a sentence's first word, a common noun
+    that the concept extractor already found is no name (names are seldom plurals)."""
+    return len(low) > 3 and low.endswith("s") and not low.endswith(_KEEP_S) and lemma(low) != low
 
 
 def _snippet(text, start, end, width=60):
@@ -1060,20 +1066,31 @@ def concept_mentions(chunk, context):
                         run = []
                     prev_class = "punct"
                 low = word.lower()
+                possessive = False
                 if "'" in low or "’" in low:
                     if "n't" in low or "n’t" in low:
                         low = "n't"
                     else:
                         low = re.split(r"['’]", low)[0]
+                        possessive = word[len(low) :].lower() in ("'s", "’s")
                 cls = _classify(word, low, k, tokens, prev_class, prev_word, title, proper)
             else:
                 cls = "end"
             if cls in ("noun", "adj", "mod"):
+                if possessive:
+                    # A possessor ends its own phrase: "the user’s session" names the user
+                    # and the session, not a "user’s session".
+                    end, word = end - 2, word[:-2]
+                    if cls == "mod":
+                        cls = "noun"
                 # A common word opening its sentence is named in lower case ("Frogs are").
                 run.append((
                     start, end, low if cls != "mod" else word, cls,
                     sentence_case_name(word, context) if k == 0 and cls in ("noun", "adj") else word,
                 ))
+                if possessive:
+                    _emit(run, mentions, text)
+                    run = []
             elif run:
                 _emit(run, mentions, text)
                 run = []
@@ -1169,13 +1186,22 @@ def _participle(low, k, tokens, prev_class, prev_word):
     return "verb"
 
 
+@lru_cache(maxsize=1)
+def _library_stop_words():
+    """The stop-words library's English list ("specified", "associated", "various"): as a
+    leading modifier, such a word tells nothing about the thing a phrase names."""
+    from .refine import stop_words
+
+    return stop_words()
+
+
 def _emit(run, mentions, text):
     if not run:
         return
     # Trim generic adjectives in front ("common", "lightweight"); participles and other
     # modifiers stay ("flowing water", "dissolved oxygen"). Nothing but a noun ends it.
     while run and run[0][3] == "adj" and (
-        len(run) == 1 or (run[0][2] in COMMON_ADJECTIVES and run[0][2] not in KEEP_ADJECTIVES)
+        len(run) == 1 or run[0][2] not in KEEP_ADJECTIVES and (run[0][2] in COMMON_ADJECTIVES or run[0][2] in _library_stop_words())
     ):
         run = run[1:]
     while run and run[-1][3] in ("adj", "mod"):
@@ -1594,10 +1620,25 @@ def subject_mention(title):
     return Mention(head, typ, None, None, 0.8, {"inTitle": True}, extractor="title")
 
 
+def _premodifiers(mentions, text):
+    """Less the one-word concepts that stand right before a name or code span, as its
+    modifier: "a genuine Cross Site Request Forgery", "every incoming `HttpRequest`"."""
+    drop = set()
+    for m, following in zip(mentions, mentions[1:]):
+        if (
+            m.type == "concept" and m.features.get("np") == 1 and not m.features.get("head")
+            and following.type not in ("concept", "version", "DATE", "step")
+            and following.start - m.end <= 2 and text[m.end : following.start].strip(" `*") == ""
+            and not m.name.endswith("s")
+        ):
+            drop.add(id(m))
+    return [m for m in mentions if id(m) not in drop] if drop else mentions
+
+
 def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
-    mentions = resolve_overlaps(mentions)
+    mentions = _premodifiers(resolve_overlaps(mentions), chunk.text)
     corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
     if corefs:
         spans = [(c.start, c.end) for c in corefs]

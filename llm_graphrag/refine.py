@@ -147,13 +147,22 @@ def generic_entity_ids(db, with_heads=False):
         if heads == mentions:
             found.append(entity_id)
             all_heads.append(entity_id)
-        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()):
+        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()) and not _short_name(name):
             # a concept is generic if any form of it is a stop word ("includ" of "including"),
             # whichever form names it now: no_longer_generic reads only the norm
             found.append(entity_id)
         elif single and typ in WORD_TYPES and name.islower() and df >= frequent and common_word(low):
             found.append(entity_id)
     return (found, all_heads) if with_heads else found
+
+
+def _short_name(name):
+    """A name of one or two letters written with a capital ("C", "Tk", "UK") that is no
+    English function word: the stop-word list holds such letters and country codes as
+    words ("c", "tk", "uk"), but written so they name a language, a toolkit, a country."""
+    from .extraction import STOPWORDS
+
+    return len(name) <= 2 and name.isalpha() and not name.islower() and name.lower() not in STOPWORDS
 
 
 GENERIC_SETTING = "generic_words"  # norms found generic, kept so that they stay so

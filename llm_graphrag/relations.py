@@ -81,6 +81,7 @@ _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)\s+of\b", "is_a", 0.85, False),
+    (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:subclass|subtype|instance|speciali[sz]ation)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|used|\w+ed|\w+ing)\b)", "is_a", 0.6, False),
     (r",\s+(?:an?)\s+", "is_a", 0.55, False),
@@ -104,7 +105,7 @@ TRIGGER_LEADS = frozenset(
     causes cause caused leads lead led results result triggers produces produce produced
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
-    abbreviated aka""".split()
+    abbreviated aka inherits inherit inheriting derives derived subclasses""".split()
 )
 
 
@@ -131,6 +132,18 @@ _TRIGGERS = re.compile(
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
+_NEGATIONS = frozenset("not never cannot n't n’t".split())
+_NEGATION_WORDS = re.compile(r"[\w’']+")
+
+
+def _negated(text, trigger_length):
+    """A negation among the three words before a trigger or inside it: "has not been
+    included with", "is never used by", "doesn't require"."""
+    before = _NEGATION_WORDS.findall(text[: len(text) - trigger_length])[-3:]
+    inside = _NEGATION_WORDS.findall(text[len(text) - trigger_length :])
+    return any(w.lower() in _NEGATIONS or w.lower().endswith(("n't", "n’t")) for w in before + inside)
+
+
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
 _COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:the\s+|an?\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
@@ -189,10 +202,13 @@ def pattern_relations(chunk, mentions, context):
                 continue
             if any(a < t_end and t_start < b for a, b in used):
                 continue
-            if bisect_left(starts, t_end) != bisect_right(ends, t_start):
-                continue  # the trigger is inside a mention ("data interchange format")
+            inside = group[bisect_right(ends, t_start) : bisect_left(starts, t_end)]
+            if any(m.type != "concept" or m.start <= t_start or m.end > t_end for m in inside):
+                continue  # the trigger is in a mention ("data interchange format"), not "is a subclass of"
             if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
                 continue
+            if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
+                continue  # "has not been included with": what a sentence denies is no relation
             left, left_gap = _left_of(group, t_start, masked, ends)
             rights = _rights_of(group, t_end, masked, s_end, starts)
             if left is None or not rights:

@@ -193,7 +193,7 @@ def test_names_and_acronyms():
 
 def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
     assert names(mentions_of("Frogs are amphibians.")) == [
-        ("Frogs", "concept"),  # as written: the document never writes "frogs"
+        ("frogs", "concept"),  # a regular plural opening a sentence is a common noun
         ("amphibians", "concept"),
     ]
     assert names(mentions_of("Heron stores readings. Basin reads Heron.")) == [
@@ -201,6 +201,43 @@ def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
         ("readings", "concept"),
         ("Basin", "concept"),  # only ever first in its sentence
         ("Heron", "name"),
+    ]
+
+
+def test_a_possessive_ends_its_phrase():
+    text = "Sellers keep the kernel’s page cache warm, and the library's build system reads Oracle's manual."
+    assert [(m.surface, m.name, m.type) for m in mentions_of(text)] == [
+        ("Sellers", "sellers", "concept"),  # a plural opening the sentence: a common noun
+        ("kernel", "kernel", "concept"),
+        ("page cache", "page cache", "concept"),
+        ("cache", "cache", "concept"),
+        ("library", "library", "concept"),
+        ("build system", "build system", "concept"),
+        ("system", "system", "concept"),
+        ("Oracle", "Oracle", "name"),
+        ("manual", "manual", "concept"),
+    ]
+
+
+def test_a_leading_modifier_from_the_stop_word_library_is_trimmed():
+    text = "The specified buffer holds various log formats and associated metadata with dissolved oxygen."
+    assert [(m.surface, m.type) for m in mentions_of(text)] == [
+        ("buffer", "concept"),  # "specified", "various", "associated": stop words of the library
+        ("log formats", "concept"),
+        ("formats", "concept"),
+        ("metadata", "concept"),
+        ("dissolved oxygen", "concept"),  # a modifier the list does not hold stays
+        ("oxygen", "concept"),
+    ]
+
+
+def test_a_one_word_concept_right_before_a_name_is_its_modifier():
+    text = "Send a signed Kestrel Token with every outgoing `HeronRequest`, and read the tokens Basin writes."
+    assert [(m.surface, m.type) for m in mentions_of(text)] == [
+        ("Kestrel Token", "name"),  # not "signed"
+        ("HeronRequest", "code"),  # not "outgoing"
+        ("tokens", "concept"),  # a plural is no modifier: it stays before "Basin"
+        ("Basin", "name"),
     ]
 
 

@@ -176,3 +176,17 @@ def test_a_word_generic_for_a_stop_word_form_stays_generic(tmp_path):
         extract_and_link(db)
     assert rounds == [1]
     assert get_setting(db, GENERIC_SETTING) == words
+
+
+def test_a_short_capitalised_name_is_no_stop_word(tmp_path):
+    """The stop-word list holds letters and country codes ("c", "tk", "uk"): written with a
+    capital they name a language, a toolkit, a country, and stay; "Us" is a function word."""
+    texts = [
+        "Kestrel is written in **C** and draws its windows with Tk.",
+        "Heron ships builds for the UK. Most of Us agree.",
+    ]
+    db = _db(tmp_path, texts)
+    extract_and_link(db)
+    names = {name for (name,) in db.execute("select name from entities")}
+    assert {"C", "Tk", "UK"} <= names
+    assert "Us" not in names and "us" not in names

@@ -111,7 +111,7 @@ def test_numbered_steps_precede_each_other():
 def test_cooccurrence_links_neighbours_by_proximity():
     text = "Beavers build dams across streams."
     assert candidates(text, relations.cooccurrence_relations) == [
-        ("Beavers", "related_to", "dams", 0.35, round(1 / 1.1, 3)),
+        ("beavers", "related_to", "dams", 0.35, round(1 / 1.1, 3)),
         ("dams", "related_to", "streams", 0.35, round(1 / 1.1, 3)),
     ]
     settings = extraction.ExtractionSettings(cooccurrence="off")
@@ -140,7 +140,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
         "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
         "A is bundled in B", "A contains B", "A integrates with B", "A is configured via B",
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B",
-        "A is a kind of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
+        "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
         "A is located in B", "A supersedes B", "A, also known as B",
     ]
@@ -166,3 +166,31 @@ def test_structure_of_documentation_qualified_names_and_settings():
         ("json", "configured_via", "PYTHONIOENCODING", 0.8, 1.0),
         ("json.dumps", "part_of", "json", 0.9, 1.0),
     ]
+
+
+def test_a_negated_trigger_states_no_relation():
+    assert candidates("Basin is not used by Heron.", relations.pattern_relations) == []
+    assert candidates("Basin doesn't require Heron.", relations.pattern_relations) == []
+    assert candidates("Heron never depends on Basin.", relations.pattern_relations) == []
+    assert candidates("Copper is a metal, not a gas.", relations.pattern_relations) == [
+        ("Copper", "is_a", "metal", 0.6, 1.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("OSError is a subclass of Exception and BaseException.", [
+            ("OSError", "is_a", "Exception", 0.85, 1.0), ("OSError", "is_a", "BaseException", 0.85, 1.0),
+        ]),
+        ("Basin is an instance of Store.", [("Basin", "is_a", "Store", 0.85, 1.0)]),
+        ("Heron inherits from Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
+        ("Heron is derived from Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
+        # The trigger's own word named as a thing is no trigger: "the build and packaging system".
+        ("Kestrel is the original build and packaging system.", [
+            ("Kestrel", "is_a", "build", 0.6, 0.87), ("Kestrel", "is_a", "packaging system", 0.6, 0.87),
+        ]),
+    ],
+)
+def test_subclass_instance_and_inheritance_are_is_a(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
