@@ -90,6 +90,7 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None):
         result = {"generic_entities": drop_generic_entities(db)}
         mode = getattr(settings, "cooccurrence", "significant")
         result["cooccurrence_dropped"] = score_cooccurrence(db, drop=mode == "significant")
+        result["cooccurrence_rescored"] = rescore_cooccurrence(db, drop=mode == "significant")
         result["renamed"] = canonical_names(db, embed_related=getattr(settings, "embed_related_facts", False))
         relation_values(db)
     finally:
@@ -123,8 +124,9 @@ def generic_entity_ids(db, with_heads=False):
     """Entities that identify nothing: ids, in order.
 
     A one-word concept or term with a form in the stop-word list (``stop_norms``: "results"
-    makes "result" generic, whichever of them names it now) or a word of general English
-    (``common_word``) in too many documents, any one-word entity whose name or norm is a
+    makes "result" generic, whichever of them names it now), a one-word concept, term or
+    name written in lower case as a concept or term somewhere that is a word of general
+    English (``common_word``) in too many documents, any one-word entity whose name or norm is a
     stop word ("None", "self"), and any entity all of whose mentions are heads of a longer
     phrase (a head is one word: only one-word names are read).
     """
@@ -132,10 +134,12 @@ def generic_entity_ids(db, with_heads=False):
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
     words = stop_words()
     found, all_heads = [], []
-    for entity_id, typ, name, norm, df, mentions, heads in db.execute(
+    for entity_id, typ, name, norm, df, mentions, heads, word in db.execute(
         """
         select e.id, e.type, e.name, e.norm, count(distinct m.doc_id), count(m.id),
-          sum(m.features like '%"head": true%')
+          sum(m.features like '%"head": true%'),
+          min(case when m.type in ('concept', 'term') and m.surface = lower(m.surface)
+                and m.features not like '%"coref": true%' then m.surface end)
         from entities e join mentions m on m.entity_id = e.id
         where e.status = 'active' and instr(e.name, ' ') = 0
           and e.id in (select entity_id from temp.refine_scope)
@@ -151,7 +155,10 @@ def generic_entity_ids(db, with_heads=False):
             # a concept is generic if any form of it is a stop word ("includ" of "including"),
             # whichever form names it now: no_longer_generic reads only the norm
             found.append(entity_id)
-        elif single and typ in WORD_TYPES and name.islower() and df >= frequent and common_word(low):
+        elif single and typ in GENERIC_TYPES and word and df >= frequent and common_word(word):
+            # Written in lower case as a word somewhere: judged by its mentions, not by the
+            # type and name its first mention gave it (which depend on the order documents
+            # were linked in, and which canonical_names only settles after this).
             found.append(entity_id)
     return (found, all_heads) if with_heads else found
 
@@ -186,8 +193,8 @@ def drop_generic_entities(db):
             words.update(
                 norm for (norm,) in db.execute(
                     f"select e.norm from entities e where e.id in ({', '.join('?' for _ in batch)}) "
-                    "and e.type in ('concept', 'term') and exists (select 1 from mentions m where "
-                    "m.entity_id = e.id and m.features not like '%\"head\": true%')",
+                    "and e.type in ('concept', 'term', 'name') and exists (select 1 from mentions m where "
+                    "m.entity_id = e.id and (m.type in ('concept', 'term') or e.type != 'name') and m.features not like '%\"head\": true%')",
                     batch,
                 )
             )
@@ -335,6 +342,96 @@ def score_cooccurrence(db, drop=True):
         scores.append((json.dumps(values, sort_keys=True), relation_id))
     db.conn.executemany("update relations set meta = ? where id = ?", scores)
     return _hold_relations(db, weak) if drop else 0
+
+
+def rescore_cooccurrence(db, drop=True):
+    """Score again the ``related_to`` edges outside the scope, and the evidence held back
+    (``held_evidence``) from any, with the corpus's counts as they are now: a document
+    added or removed anywhere changes how many sentences there are, so a pair may pass or
+    fail ``COOCCURRENCE_MIN_LLR`` without being mentioned. Edges that fail are held, held
+    pairs that pass become relations again (their entities join the scope, so that
+    ``relation_values`` weighs them), and every edge's ``meta`` carries the score a whole
+    run would give it. Counts come from the stored columns (``entities.popularity``,
+    ``relations.evidence_count``), so this reads no mention. Returns how many changed."""
+    total = sentence_count(db)
+    if not total:
+        return 0
+    changed, weak = [], []
+    for relation_id, meta, both, a, b in db.execute(
+        """
+        select r.id, r.meta, r.evidence_count, s.popularity, d.popularity from relations r
+        join entities s on s.id = r.src_id join entities d on d.id = r.dst_id
+        where r.rel = 'related_to' and r.src_id not in (select entity_id from temp.refine_scope)
+          and r.dst_id not in (select entity_id from temp.refine_scope)
+        """
+    ):
+        values = _cooccurrence_values(both, a, b, total)
+        if values is None:
+            if drop:
+                weak.append(relation_id)
+            continue
+        old = json.loads(meta) if meta else {}
+        if any(old.get(k) != v for k, v in values.items()):
+            changed.append((json.dumps({**old, **values}, sort_keys=True), relation_id))
+    db.conn.executemany("update relations set meta = ? where id = ?", changed)
+    revived = _revive_held(db, total) if drop else 0
+    return len(changed) + (_hold_relations(db, weak) if weak else 0) + revived
+
+
+def _cooccurrence_values(both, a, b, total, drop=True):
+    """``{"llr", "pmi", "kind"}`` of a pair seen together in ``both`` sentences, ``a`` and
+    ``b`` the sentences of each, as ``score_cooccurrence`` scores it; None if too weak."""
+    if not both or not a or not b or both < COOCCURRENCE_MIN_SENTENCES:
+        return None
+    a, b = max(a, both), max(b, both)
+    total_here = max(total, a + b)
+    g2 = log_likelihood_ratio(both, a, b, total_here)
+    if g2 < COOCCURRENCE_MIN_LLR:
+        return None
+    return {"kind": "cooccurrence", "llr": round(g2, 3), "pmi": round(math.log2(both * total_here / (a * b)), 3)}
+
+
+def _revive_held(db, total):
+    """Held co-occurrence evidence whose pair now passes becomes a relation again, with
+    the fact a whole run writes; returns how many."""
+    from .extract import EVIDENCE_TRIGGER, HELD_RELATIONS
+    from .schema import has_trigger
+
+    revive = []
+    for src, dst, rel, both, a, b, src_name, dst_name in db.execute(
+        """
+        select h.src_id, h.dst_id, h.rel, count(*), s.popularity, d.popularity, s.name, d.name
+        from held_evidence h join entities s on s.id = h.src_id join entities d on d.id = h.dst_id
+        where h.rel in (select value from json_each(?))
+        group by h.src_id, h.dst_id, h.rel order by h.src_id, h.dst_id, h.rel
+        """,
+        [json.dumps(HELD_RELATIONS)],
+    ).fetchall():
+        values = _cooccurrence_values(both, a, b, total)
+        if values is not None:
+            revive.append((src, dst, rel, json.dumps(values, sort_keys=True), fact_text(src_name, rel, dst_name)))
+    # A bulk run counts evidence itself while the trigger that does is out (extract.py).
+    counting = bool(revive) and not has_trigger(db, EVIDENCE_TRIGGER)
+    for src, dst, rel, meta, fact in revive:
+        held = db.execute(
+            "select rowid, chunk_id, doc_id, sentence, confidence, extractor from held_evidence "
+            "where src_id = ? and dst_id = ? and rel = ? order by rowid",
+            [src, dst, rel],
+        ).fetchall()
+        best = max(held, key=lambda h: h[4])
+        relation_id = db.execute(
+            "insert into relations (src_id, dst_id, rel, weight, confidence, fact, chunk_id, evidence_count, meta) "
+            "values (?, ?, ?, 0, ?, ?, ?, ?, ?)",
+            [src, dst, rel, best[4], fact, best[1], len(held) if counting else 0, meta],
+        ).lastrowid
+        db.conn.executemany(
+            "insert into relation_evidence (relation_id, chunk_id, doc_id, sentence, confidence, extractor) "
+            "values (?, ?, ?, ?, ?, ?)",
+            [(relation_id, *h[1:]) for h in held],
+        )
+        db.conn.executemany("delete from held_evidence where rowid = ?", [(h[0],) for h in held])
+        db.conn.executemany("insert or ignore into temp.refine_scope values (?)", [(src,), (dst,)])
+    return len(revive)
 
 
 def _batches(items, size=500):
