@@ -7,7 +7,7 @@ into one folder, are ingested (a) all at once, (b) one file at a time in reverse
 does not depend on the order documents came in shows no difference. ``workers=0``
 throughout: one core.
 
-    python bench/bench_order.py [--files 36] [--show 5] [--keep DIR]
+    python bench/bench_order.py [--files 36] [--pages DIR] [--show 5] [--keep DIR]
 """
 
 import argparse
@@ -71,6 +71,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=36)
     parser.add_argument("--show", type=int, default=0, help="List this many differing rows per table and side")
+    parser.add_argument("--pages", help="Ingest the pages of this folder instead (tests/data/python-docs: the test's)")
     parser.add_argument("--keep", help="Keep the folder and the databases in this (new) folder")
     args = parser.parse_args()
     print(machine())
@@ -78,12 +79,13 @@ def main():
         work = pathlib.Path(args.keep) if args.keep else pathlib.Path(tmp)
         folder = work / "docs"
         folder.mkdir(parents=True)
-        for source in small_sources(args.files):
+        sources = sorted(p for p in pathlib.Path(args.pages).iterdir() if p.suffix in (".md", ".txt")) if args.pages else small_sources(args.files)
+        for source in sources:
             shutil.copy(source, folder / source.name)
         dbs, seconds = ingest_orders(folder, work)
         reference = snapshot(dbs["all at once"])
         sizes = ", ".join(f"{t} {len(reference[t])}" for t in ("docs", "chunks", "entities", "mentions", "relations"))
-        print(f"{args.files} files: {sizes}")
+        print(f"{len(sources)} files: {sizes}")
         total = 0
         for name, db in dbs.items():
             print(f"{name}: {seconds[name]:.1f} s")

@@ -275,13 +275,15 @@ def log_likelihood_ratio(both, a, b, total):
 
 
 def sentence_count(db):
-    """About how many sentences the chunks hold: sentence ends (". ", "? ", "! ", a
-    line break after a full stop) and one more per chunk, counted in SQL."""
+    """About how many sentences the chunks of extracted documents hold: sentence ends
+    (". ", "? ", "! ", a line break after a full stop) and one more per chunk, counted in
+    SQL. Documents being taken back (``ingest.release_extraction``) no longer count."""
     return db.execute(
         """
         select count(*) + coalesce(sum(
           length(content) - length(replace(replace(replace(replace(content, '. ', ''), '? ', ''), '! ', ''), '.' || char(10), ''))
         ), 0) / 2 from chunks
+        where doc_id in (select id from docs where extracted_hash is not null)
         """
     ).fetchone()[0]
 
