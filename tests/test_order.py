@@ -106,3 +106,42 @@ def test_a_pair_held_as_weak_comes_back_when_the_corpus_grows_and_goes_when_it_s
     ingest_docs(alone, [str(folder)], workers=0)
     assert_consistent(db)
     assert differing(snapshot(db), snapshot(alone)) == set()
+
+
+def test_a_page_linked_before_a_term_entered_the_gazetteer_is_linked_again(tmp_path):
+    """"Tern Relay" is a salient term (a heading, bold) of two pages: the gazetteer has it
+    once both are in (``gazetteer_min_freq`` 2). A page that only mentions it in passing,
+    ingested before them, is extracted again then (``extract.gazetteer_changed``), as a
+    clean ingest finds the term there; and again when one of the two goes."""
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    pages = {
+        "a-relay.md": "# Tern Relay\n\nThe relay forwards buoy readings to the shore station every minute.\n",
+        "b-buoys.md": "# Buoys\n\nEach buoy reports through the **Tern Relay** when the sea is calm.\n",
+        "c-notes.md": "# Notes\n\nOn stormy nights the tern relay drops a reading or two.\n",
+    }
+    for name, text in pages.items():
+        (folder / name).write_text(text)
+    db = open_database(tmp_path / "one.db")
+    for name in ("c-notes.md", "a-relay.md", "b-buoys.md"):
+        ingest_docs(db, [str(folder / name)], roots=[str(folder)], workers=0)
+    hits = lambda db: db.execute(  # noqa: E731
+        "select d.path, m.surface from mentions m join docs d on d.id = m.doc_id "
+        "where m.features like '%isGazetteerHit%' order by 1, 2"
+    ).fetchall()
+    assert hits(db) == [
+        (str(folder / "a-relay.md"), "Tern Relay"),
+        (str(folder / "b-buoys.md"), "Tern Relay"),
+        (str(folder / "c-notes.md"), "tern relay"),
+    ]
+    clean = open_database(tmp_path / "clean.db")
+    ingest_docs(clean, [str(folder)], workers=0)
+    assert_consistent(db)
+    assert differing(snapshot(db), snapshot(clean)) == set()
+    (folder / "b-buoys.md").unlink()
+    assert ingest_docs(db, [str(folder)], prune=True, workers=0).pruned == 1
+    assert hits(db) == []
+    left = open_database(tmp_path / "left.db")
+    ingest_docs(left, [str(folder)], workers=0)
+    assert_consistent(db)
+    assert differing(snapshot(db), snapshot(left)) == set()
