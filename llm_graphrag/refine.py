@@ -367,7 +367,7 @@ def rescore_cooccurrence(db, drop=True):
           and r.dst_id not in (select entity_id from temp.refine_scope)
         """
     ):
-        values = _cooccurrence_values(both, a, b, total)
+        values = _cooccurrence_values(both, a, b, total, drop)
         if values is None:
             if drop:
                 weak.append(relation_id)
@@ -382,13 +382,14 @@ def rescore_cooccurrence(db, drop=True):
 
 def _cooccurrence_values(both, a, b, total, drop=True):
     """``{"llr", "pmi", "kind"}`` of a pair seen together in ``both`` sentences, ``a`` and
-    ``b`` the sentences of each, as ``score_cooccurrence`` scores it; None if too weak."""
-    if not both or not a or not b or both < COOCCURRENCE_MIN_SENTENCES:
+    ``b`` the sentences of each, as ``score_cooccurrence`` scores it; None if too weak
+    (when ``drop``) or never seen."""
+    if not both or not a or not b or drop and both < COOCCURRENCE_MIN_SENTENCES:
         return None
     a, b = max(a, both), max(b, both)
     total_here = max(total, a + b)
     g2 = log_likelihood_ratio(both, a, b, total_here)
-    if g2 < COOCCURRENCE_MIN_LLR:
+    if drop and g2 < COOCCURRENCE_MIN_LLR:
         return None
     return {"kind": "cooccurrence", "llr": round(g2, 3), "pmi": round(math.log2(both * total_here / (a * b)), 3)}
 
