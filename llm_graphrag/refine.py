@@ -355,11 +355,18 @@ def rescore_cooccurrence(db, drop=True):
     ``relation_values`` weighs them), and every edge's ``meta`` carries the score a whole
     run would give it. Counts come from the stored columns (``entities.popularity``,
     ``relations.evidence_count``), so this reads no mention. Returns how many changed."""
+    from .schema import get_setting, set_setting
+
     total = sentence_count(db)
     if not total:
         return 0
+    # Outside the scope only the number of sentences can have changed (the entities whose
+    # mentions came or went, and so their pairs' counts, are in it): with the same number
+    # as the last time, only held pairs of entities in scope are looked at.
+    same_total = get_setting(db, SENTENCES_SETTING) == total
+    set_setting(db, SENTENCES_SETTING, total)
     changed, weak = [], []
-    for relation_id, meta, both, a, b in db.execute(
+    for relation_id, meta, both, a, b in [] if same_total else db.execute(
         """
         select r.id, r.meta, r.evidence_count, s.popularity, d.popularity from relations r
         join entities s on s.id = r.src_id join entities d on d.id = r.dst_id
@@ -372,11 +379,16 @@ def rescore_cooccurrence(db, drop=True):
             if drop:
                 weak.append(relation_id)
             continue
-        old = json.loads(meta) if meta else {}
-        if any(old.get(k) != v for k, v in values.items()):
-            changed.append((json.dumps({**old, **values}, sort_keys=True), relation_id))
+        # As json.dumps(..., sort_keys=True) writes the usual meta, without decoding it.
+        text = f'{{"kind": "cooccurrence", "llr": {values["llr"]!r}, "pmi": {values["pmi"]!r}}}'
+        if meta == text:
+            continue
+        if meta and not (meta.startswith('{"kind": "cooccurrence", "llr": ') and meta.count(":") == 3):
+            text = json.dumps({**json.loads(meta), **values}, sort_keys=True)
+        if text != meta:
+            changed.append((text, relation_id))
     db.conn.executemany("update relations set meta = ? where id = ?", changed)
-    revived = _revive_held(db, total) if drop else 0
+    revived = _revive_held(db, total, scoped=same_total) if drop else 0
     return len(changed) + (_hold_relations(db, weak) if weak else 0) + revived
 
 
@@ -394,21 +406,30 @@ def _cooccurrence_values(both, a, b, total, drop=True):
     return {"kind": "cooccurrence", "llr": round(g2, 3), "pmi": round(math.log2(both * total_here / (a * b)), 3)}
 
 
-def _revive_held(db, total):
+SENTENCES_SETTING = "cooccurrence_sentences"  # sentence_count when rescore_cooccurrence last ran
+
+
+def _revive_held(db, total, scoped=False):
     """Held co-occurrence evidence whose pair now passes becomes a relation again, with
-    the fact a whole run writes; returns how many."""
+    the fact a whole run writes; returns how many. ``scoped``: only pairs of an entity
+    in scope."""
     from .extract import EVIDENCE_TRIGGER, HELD_RELATIONS
     from .schema import has_trigger
 
     revive = []
+    # Pairs held in fewer sentences than a relation needs cannot pass: most are, and
+    # leaving them to the index keeps this to a fraction of a second on python3.11-doc.
     for src, dst, rel, both, a, b, src_name, dst_name in db.execute(
         """
-        select h.src_id, h.dst_id, h.rel, count(*), s.popularity, d.popularity, s.name, d.name
-        from held_evidence h join entities s on s.id = h.src_id join entities d on d.id = h.dst_id
-        where h.rel in (select value from json_each(?))
-        group by h.src_id, h.dst_id, h.rel order by h.src_id, h.dst_id, h.rel
+        select g.src_id, g.dst_id, g.rel, g.n, s.popularity, d.popularity, s.name, d.name from (
+          select src_id, dst_id, rel, count(*) as n from held_evidence
+          where rel in (select value from json_each(?)) and (not ? or src_id in (select entity_id from
+            temp.refine_scope) or dst_id in (select entity_id from temp.refine_scope))
+          group by src_id, dst_id, rel having count(*) >= ?
+        ) g join entities s on s.id = g.src_id join entities d on d.id = g.dst_id
+        order by g.src_id, g.dst_id, g.rel
         """,
-        [json.dumps(HELD_RELATIONS)],
+        [json.dumps(HELD_RELATIONS), scoped, COOCCURRENCE_MIN_SENTENCES],
     ).fetchall():
         values = _cooccurrence_values(both, a, b, total)
         if values is not None:
