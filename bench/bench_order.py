@@ -79,7 +79,11 @@ def main():
         work = pathlib.Path(args.keep) if args.keep else pathlib.Path(tmp)
         folder = work / "docs"
         folder.mkdir(parents=True)
-        sources = sorted(p for p in pathlib.Path(args.pages).iterdir() if p.suffix in (".md", ".txt") and not p.name.startswith("README")) if args.pages else small_sources(args.files)
+        if args.pages:
+            pages = pathlib.Path(args.pages).iterdir()
+            sources = sorted(p for p in pages if p.suffix in (".md", ".txt") and not p.name.startswith("README"))
+        else:
+            sources = small_sources(args.files)
         for source in sources:
             shutil.copy(source, folder / source.name)
         dbs, seconds = ingest_orders(folder, work)
