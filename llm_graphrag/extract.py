@@ -47,8 +47,8 @@ from .schema import (
 
 # Part of every extracted document's hash: raised when extraction gives other results, so
 # that ``extract`` redoes what an earlier version extracted (2: gazetteer single words; 3:
-# names as written, refine.py).
-EXTRACTOR_VERSION = "3"
+# names as written, refine.py; 4: no gazetteer frequency in mentions' features).
+EXTRACTOR_VERSION = "4"
 # After an entity's first mention in a sentence: does the sentence define it? (match() anchors)
 _DEFINITION = re.compile(
     r"\s*(?:(?:is|are|was|were)\s+(?:a|an|the|one)\b|(?:provides|implements|refers to|means|"
@@ -158,6 +158,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
             db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
             again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
             again |= set(no_longer_generic(db))
+            again |= set(gazetteer_changed(db, settings, doc_ids))
             set_setting(db, AGAIN_SETTING, sorted(again))
     return totals, sorted(again)
 
@@ -168,6 +169,7 @@ def settle(db, workers=None):
     norms = [n for (n,) in db.execute("select norm from entities group by norm having count(*) > 1")]
     with db.atomic():
         again = set(_misplaced_generic(db, norms=norms)) | set(no_longer_generic(db))
+        again |= set(gazetteer_changed(db, load_settings(db)))
         again |= set(get_setting(db, AGAIN_SETTING, []) or [])
         set_setting(db, AGAIN_SETTING, sorted(again))
     _again_rounds(db, sorted(again), load_settings(db), workers)
@@ -501,6 +503,36 @@ def _gazetteer_rows(db, settings):
         "select term, type, freq from gazetteer where freq >= ? order by freq desc, norm limit ?",
         [settings.gazetteer_min_freq, settings.gazetteer_topk],
     ).fetchall()
+
+
+# The gazetteer the extracted documents were linked with: ``{"lower-case words": [term,
+# type]}``, as ``Gazetteer`` keeps it.
+GAZETTEER_SETTING = "gazetteer_linked"
+
+
+def gazetteer_changed(db, settings, extracted=()):
+    """Documents extracted with another gazetteer than the corpus makes now (call inside
+    a transaction): those whose text holds a term that came into the gazetteer, left it
+    or changed type since it was stored (a document added or gone moved it across
+    ``gazetteer_min_freq`` or the top K), except ``extracted``, linked with this one.
+    Stores the gazetteer as it is now. Candidates come from ``chunks_fts`` (its porter
+    stemming finds more, never fewer)."""
+    now = {" ".join(key): list(value[:2]) for key, value in load_gazetteer(db, settings).terms.items()}
+    before = get_setting(db, GAZETTEER_SETTING)
+    if before == now:
+        return []
+    set_setting(db, GAZETTEER_SETTING, now)
+    if before is None:  # stored for the first time: documents were linked with this one
+        return []
+    found = set()
+    for words in sorted(w for w in set(now) | set(before) if now.get(w) != before.get(w)):
+        phrase = '"' + words.replace('"', '""') + '"'
+        found.update(d for (d,) in db.execute(
+            "select distinct c.doc_id from chunks_fts f join chunks c on c.id = f.rowid "
+            "join docs d on d.id = c.doc_id where chunks_fts match ? and d.extracted_hash is not null",
+            [phrase],
+        ))
+    return sorted(found - set(extracted))
 
 
 def _context_tokens(chunk):

@@ -1320,7 +1320,7 @@ def gazetteer_mentions(chunk, context):
             if not matched:
                 k += 1
                 continue
-            length, (term, typ, freq) = matched
+            length, (term, typ, _) = matched
             a, b = tokens[k][0], tokens[k + length - 1][1]
             if _crosses_block(text, a, b):
                 k += 1
@@ -1330,8 +1330,10 @@ def gazetteer_mentions(chunk, context):
             rest = surface[len(tokens[k][2]):]
             if k == 0 and term.islower() and rest == rest.lower():  # a plain term opening its sentence
                 name = sentence_case_name(tokens[k][2], context) + rest
+            # Not its frequency: that is the corpus's when the document was extracted, which
+            # documents extracted since change (the ``gazetteer`` view has it now).
             mentions.append(
-                Mention(surface, typ, a, b, 0.75, {"isGazetteerHit": True, "gazetteerFreq": freq}, name=name, norm=normalize(term, typ), extractor="gazetteer")
+                Mention(surface, typ, a, b, 0.75, {"isGazetteerHit": True}, name=name, norm=normalize(term, typ), extractor="gazetteer")
             )
             k += length
     return mentions

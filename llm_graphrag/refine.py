@@ -90,6 +90,7 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None):
         result = {"generic_entities": drop_generic_entities(db)}
         mode = getattr(settings, "cooccurrence", "significant")
         result["cooccurrence_dropped"] = score_cooccurrence(db, drop=mode == "significant")
+        result["cooccurrence_rescored"] = rescore_cooccurrence(db, drop=mode == "significant")
         result["renamed"] = canonical_names(db, embed_related=getattr(settings, "embed_related_facts", False))
         relation_values(db)
     finally:
@@ -123,8 +124,9 @@ def generic_entity_ids(db, with_heads=False):
     """Entities that identify nothing: ids, in order.
 
     A one-word concept or term with a form in the stop-word list (``stop_norms``: "results"
-    makes "result" generic, whichever of them names it now) or a word of general English
-    (``common_word``) in too many documents, any one-word entity whose name or norm is a
+    makes "result" generic, whichever of them names it now), a one-word concept, term or
+    name written in lower case as a concept or term somewhere that is a word of general
+    English (``common_word``) in too many documents, any one-word entity whose name or norm is a
     stop word ("None", "self"), and any entity all of whose mentions are heads of a longer
     phrase (a head is one word: only one-word names are read).
     """
@@ -132,10 +134,12 @@ def generic_entity_ids(db, with_heads=False):
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
     words = stop_words()
     found, all_heads = [], []
-    for entity_id, typ, name, norm, df, mentions, heads in db.execute(
+    for entity_id, typ, name, norm, df, mentions, heads, word in db.execute(
         """
         select e.id, e.type, e.name, e.norm, count(distinct m.doc_id), count(m.id),
-          sum(m.features like '%"head": true%')
+          sum(m.features like '%"head": true%'),
+          min(case when m.type in ('concept', 'term') and m.surface = lower(m.surface)
+                and m.features not like '%"coref": true%' then m.surface end)
         from entities e join mentions m on m.entity_id = e.id
         where e.status = 'active' and instr(e.name, ' ') = 0
           and e.id in (select entity_id from temp.refine_scope)
@@ -151,7 +155,10 @@ def generic_entity_ids(db, with_heads=False):
             # a concept is generic if any form of it is a stop word ("includ" of "including"),
             # whichever form names it now: no_longer_generic reads only the norm
             found.append(entity_id)
-        elif single and typ in WORD_TYPES and name.islower() and df >= frequent and common_word(low):
+        elif single and typ in GENERIC_TYPES and word and df >= frequent and common_word(word):
+            # Written in lower case as a word somewhere: judged by its mentions, not by the
+            # type and name its first mention gave it (which depend on the order documents
+            # were linked in, and which canonical_names only settles after this).
             found.append(entity_id)
     return (found, all_heads) if with_heads else found
 
@@ -216,8 +223,8 @@ def drop_generic_entities(db):
             words.update(
                 norm for (norm,) in db.execute(
                     f"select e.norm from entities e where e.id in ({', '.join('?' for _ in batch)}) "
-                    "and e.type in ('concept', 'term') and exists (select 1 from mentions m where "
-                    "m.entity_id = e.id and m.features not like '%\"head\": true%')",
+                    "and e.type in ('concept', 'term', 'name') and exists (select 1 from mentions m where "
+                    "m.entity_id = e.id and (m.type in ('concept', 'term') or e.type != 'name') and m.features not like '%\"head\": true%')",
                     batch,
                 )
             )
@@ -298,13 +305,15 @@ def log_likelihood_ratio(both, a, b, total):
 
 
 def sentence_count(db):
-    """About how many sentences the chunks hold: sentence ends (". ", "? ", "! ", a
-    line break after a full stop) and one more per chunk, counted in SQL."""
+    """About how many sentences the chunks of extracted documents hold: sentence ends
+    (". ", "? ", "! ", a line break after a full stop) and one more per chunk, counted in
+    SQL. Documents being taken back (``ingest.release_extraction``) no longer count."""
     return db.execute(
         """
         select count(*) + coalesce(sum(
           length(content) - length(replace(replace(replace(replace(content, '. ', ''), '? ', ''), '! ', ''), '.' || char(10), ''))
         ), 0) / 2 from chunks
+        where doc_id in (select id from docs where extracted_hash is not null)
         """
     ).fetchone()[0]
 
@@ -365,6 +374,118 @@ def score_cooccurrence(db, drop=True):
         scores.append((json.dumps(values, sort_keys=True), relation_id))
     db.conn.executemany("update relations set meta = ? where id = ?", scores)
     return _hold_relations(db, weak) if drop else 0
+
+
+def rescore_cooccurrence(db, drop=True):
+    """Score again the ``related_to`` edges outside the scope, and the evidence held back
+    (``held_evidence``) from any, with the corpus's counts as they are now: a document
+    added or removed anywhere changes how many sentences there are, so a pair may pass or
+    fail ``COOCCURRENCE_MIN_LLR`` without being mentioned. Edges that fail are held, held
+    pairs that pass become relations again (their entities join the scope, so that
+    ``relation_values`` weighs them), and every edge's ``meta`` carries the score a whole
+    run would give it. Counts come from the stored columns (``entities.popularity``,
+    ``relations.evidence_count``), so this reads no mention. Returns how many changed."""
+    from .schema import get_setting, set_setting
+
+    total = sentence_count(db)
+    if not total:
+        return 0
+    # Outside the scope only the number of sentences can have changed (the entities whose
+    # mentions came or went, and so their pairs' counts, are in it): with the same number
+    # as the last time, only held pairs of entities in scope are looked at.
+    same_total = get_setting(db, SENTENCES_SETTING) == total
+    set_setting(db, SENTENCES_SETTING, total)
+    changed, weak = [], []
+    for relation_id, meta, both, a, b in [] if same_total else db.execute(
+        """
+        select r.id, r.meta, r.evidence_count, s.popularity, d.popularity from relations r
+        join entities s on s.id = r.src_id join entities d on d.id = r.dst_id
+        where r.rel = 'related_to' and r.src_id not in (select entity_id from temp.refine_scope)
+          and r.dst_id not in (select entity_id from temp.refine_scope)
+        """
+    ):
+        values = _cooccurrence_values(both, a, b, total, drop)
+        if values is None:
+            if drop:
+                weak.append(relation_id)
+            continue
+        # As json.dumps(..., sort_keys=True) writes the usual meta, without decoding it.
+        text = f'{{"kind": "cooccurrence", "llr": {values["llr"]!r}, "pmi": {values["pmi"]!r}}}'
+        if meta == text:
+            continue
+        if meta and not (meta.startswith('{"kind": "cooccurrence", "llr": ') and meta.count(":") == 3):
+            text = json.dumps({**json.loads(meta), **values}, sort_keys=True)
+        if text != meta:
+            changed.append((text, relation_id))
+    db.conn.executemany("update relations set meta = ? where id = ?", changed)
+    revived = _revive_held(db, total, scoped=same_total) if drop else 0
+    return len(changed) + (_hold_relations(db, weak) if weak else 0) + revived
+
+
+def _cooccurrence_values(both, a, b, total, drop=True):
+    """``{"llr", "pmi", "kind"}`` of a pair seen together in ``both`` sentences, ``a`` and
+    ``b`` the sentences of each, as ``score_cooccurrence`` scores it; None if too weak
+    (when ``drop``) or never seen."""
+    if not both or not a or not b or drop and both < COOCCURRENCE_MIN_SENTENCES:
+        return None
+    a, b = max(a, both), max(b, both)
+    total_here = max(total, a + b)
+    g2 = log_likelihood_ratio(both, a, b, total_here)
+    if drop and g2 < COOCCURRENCE_MIN_LLR:
+        return None
+    return {"kind": "cooccurrence", "llr": round(g2, 3), "pmi": round(math.log2(both * total_here / (a * b)), 3)}
+
+
+SENTENCES_SETTING = "cooccurrence_sentences"  # sentence_count when rescore_cooccurrence last ran
+
+
+def _revive_held(db, total, scoped=False):
+    """Held co-occurrence evidence whose pair now passes becomes a relation again, with
+    the fact a whole run writes; returns how many. ``scoped``: only pairs of an entity
+    in scope."""
+    from .extract import EVIDENCE_TRIGGER, HELD_RELATIONS
+    from .schema import has_trigger
+
+    revive = []
+    # Pairs held in fewer sentences than a relation needs cannot pass: most are, and
+    # leaving them to the index keeps this to a fraction of a second on python3.11-doc.
+    for src, dst, rel, both, a, b, src_name, dst_name in db.execute(
+        """
+        select g.src_id, g.dst_id, g.rel, g.n, s.popularity, d.popularity, s.name, d.name from (
+          select src_id, dst_id, rel, count(*) as n from held_evidence
+          where rel in (select value from json_each(?)) and (not ? or src_id in (select entity_id from
+            temp.refine_scope) or dst_id in (select entity_id from temp.refine_scope))
+          group by src_id, dst_id, rel having count(*) >= ?
+        ) g join entities s on s.id = g.src_id join entities d on d.id = g.dst_id
+        order by g.src_id, g.dst_id, g.rel
+        """,
+        [json.dumps(HELD_RELATIONS), scoped, COOCCURRENCE_MIN_SENTENCES],
+    ).fetchall():
+        values = _cooccurrence_values(both, a, b, total)
+        if values is not None:
+            revive.append((src, dst, rel, json.dumps(values, sort_keys=True), fact_text(src_name, rel, dst_name)))
+    # A bulk run counts evidence itself while the trigger that does is out (extract.py).
+    counting = bool(revive) and not has_trigger(db, EVIDENCE_TRIGGER)
+    for src, dst, rel, meta, fact in revive:
+        held = db.execute(
+            "select rowid, chunk_id, doc_id, sentence, confidence, extractor from held_evidence "
+            "where src_id = ? and dst_id = ? and rel = ? order by rowid",
+            [src, dst, rel],
+        ).fetchall()
+        best = max(held, key=lambda h: h[4])
+        relation_id = db.execute(
+            "insert into relations (src_id, dst_id, rel, weight, confidence, fact, chunk_id, evidence_count, meta) "
+            "values (?, ?, ?, 0, ?, ?, ?, ?, ?)",
+            [src, dst, rel, best[4], fact, best[1], len(held) if counting else 0, meta],
+        ).lastrowid
+        db.conn.executemany(
+            "insert into relation_evidence (relation_id, chunk_id, doc_id, sentence, confidence, extractor) "
+            "values (?, ?, ?, ?, ?, ?)",
+            [(relation_id, *h[1:]) for h in held],
+        )
+        db.conn.executemany("delete from held_evidence where rowid = ?", [(h[0],) for h in held])
+        db.conn.executemany("insert or ignore into temp.refine_scope values (?)", [(src,), (dst,)])
+    return len(revive)
 
 
 def _batches(items, size=500):
