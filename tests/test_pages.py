@@ -722,7 +722,10 @@ def test_explorer_uses_the_canvas(sample_server, page):
     bottom = max(b[3] for b in boxes) - canvas["y"]
     assert 0 <= left and right <= canvas["width"] and 0 <= top and bottom <= canvas["height"]
     spans = ((right - left) / canvas["width"], (bottom - top) / canvas["height"])
-    assert max(spans) >= 0.75 and min(spans) >= 0.45, spans
+    # Fitted to the canvas: it fills three quarters of it one way, or is at the zoom the fit
+    # stops at (1.4: a small graph is not blown up), and is never a thin strip.
+    zoom = float(page.locator(".graphrag-viewport").get_attribute("transform").split("scale(")[1].rstrip(")"))
+    assert (max(spans) >= 0.75 or zoom == pytest.approx(1.4)) and min(spans) >= 0.45, (spans, zoom)
 
 
 @pytest.mark.xfail(
