@@ -345,7 +345,7 @@ class _ExtractedCache:
     """What workers found in documents (``_extract_document``) during one run, by document
     and content, while extraction sees the same gazetteer; ``MAX_MENTIONS`` mentions at most."""
 
-    MAX_MENTIONS = 500_000  # about 300 MB
+    MAX_MENTIONS = 500_000  # about 380 MB: 750 bytes a mention, measured on python3.11-doc
 
     def __init__(self):
         self.clear(None)
