@@ -86,7 +86,8 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     # A run that died before it refined the graph: this one refines what it would have.
     unfinished = get_setting(db, RUN_SETTING)
     # Documents a run that died had still to extract again (``AGAIN_SETTING``).
-    left_again = [d for d in get_setting(db, AGAIN_SETTING, []) or [] if d not in {p[0] for p in pending}]
+    extracting = {p[0] for p in pending}
+    left_again = [d for d in get_setting(db, AGAIN_SETTING, []) or [] if d not in extracting]
     if not pending and not unfinished and not left_again and not get_setting(db, RELEASED_SETTING):
         return {"mentions": 0, "entities_new": 0, "relations": 0}
     last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
