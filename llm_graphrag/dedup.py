@@ -14,14 +14,15 @@ similarity 0.85 happens about once in a thousand pairs.
 
 A batch of paragraphs (a document) is hashed with a few numpy passes over its bytes, with
 no Python work per word; ``is_duplicate()`` hashes one paragraph in plain Python to the
-same values. Hashes are deterministic, so signatures can be stored and passed back in to
-seed a later run.
+same values. Hashes are deterministic, so sketches and keys can be stored
+(``dedup_store.py``) and looked up by a later run.
 """
 
 from __future__ import annotations
 
 import re
-from itertools import combinations, repeat
+from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
@@ -31,6 +32,7 @@ _HASH_BITS = 40
 _HASH_MASK = np.uint64((1 << _HASH_BITS) - 1)
 _MASK40 = (1 << _HASH_BITS) - 1
 _MASK64 = (1 << 64) - 1
+_KEY_MASK = (1 << 63) - 1  # index keys fit SQLite's signed integers
 _PAIR_MIX = 1 << _HASH_BITS
 _WORD_MIX = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
 _BASE = 0x100000001B3  # odd, so it has an inverse modulo 2**64
@@ -86,8 +88,9 @@ class NearDuplicateFilter:
     """Remembers paragraphs and says whether a new one nearly repeats one seen before.
 
     ``threshold`` is the Jaccard similarity of word-3-gram sets at or above which a
-    paragraph is a duplicate. Paragraphs under ``min_words`` words are never duplicates
-    and are not remembered. ``signatures`` (bytes from ``signature()``) seed the filter.
+    paragraph is a duplicate. Every paragraph of ``min_words`` words or more is
+    remembered, duplicate or not (so decisions do not chain); shorter ones are never
+    duplicates. ``signatures`` (bytes from ``signature()``) seed the filter.
     ``duplicates`` counts the paragraphs reported as duplicates so far.
     """
 
@@ -100,7 +103,7 @@ class NearDuplicateFilter:
         self.min_words = max(min_words, shingle)
         self.keys = keys
         self.duplicates = 0
-        self._index = {}  # pair of leading hashes -> the latest sketch holding it
+        self._index = {}  # pair of leading hashes -> the sketches holding it
         self._sketches = []  # sorted uint64 arrays of shingle hashes
         self._complete = []  # False for signatures, which hold only the k smallest
         self._word_cache = {}  # word bytes -> hash, for is_duplicate()
@@ -167,7 +170,7 @@ class NearDuplicateFilter:
         last = len(values) - 1
         a = values[np.minimum(starts[:, None] + left[None, :], last)]
         b = values[np.minimum(starts[:, None] + right[None, :], last)]
-        pair_keys = _mix(a * np.uint64(_PAIR_MIX) + b).tolist()
+        pair_keys = (_mix(a * np.uint64(_PAIR_MIX) + b) & np.uint64(_KEY_MASK)).tolist()
         whole = valid.all(axis=1).tolist()
         bounds = bounds.tolist()
         for row, index in enumerate(present.tolist()):
@@ -178,7 +181,7 @@ class NearDuplicateFilter:
                 keys[index] = [key for key, ok in zip(pair_keys[row], valid[row]) if ok]
                 if not keys[index]:  # a single distinct shingle: pair it with itself
                     value = int(values[bounds[index]])
-                    keys[index] = [_mix_int((value * _PAIR_MIX + value) & _MASK64)]
+                    keys[index] = [_mix_int((value * _PAIR_MIX + value) & _MASK64) & _KEY_MASK]
         return out, keys
 
     def signature(self, text: str) -> bytes | None:
@@ -187,95 +190,93 @@ class NearDuplicateFilter:
         sketch = self.sketches([text])[0]
         return None if sketch is None else sketch[: self.k].tobytes()
 
-    # -- state kept between runs ---------------------------------------------------------
+    def keys_of(self, sketch) -> list:
+        """The index keys of a sorted sketch: a hash of each pair among its first
+        ``keys`` values (what ``sketches()`` computes alongside)."""
+        first = np.asarray(sketch, dtype=np.uint64)[: self.keys]
+        pairs = list(combinations(range(len(first)), 2)) or [(0, 0)]
+        mixed = _mix(first[[a for a, _ in pairs]] * np.uint64(_PAIR_MIX) + first[[b for _, b in pairs]])
+        return (mixed & np.uint64(_KEY_MASK)).tolist()
 
-    def remembered(self) -> int:
-        """How many paragraphs the filter remembers; a mark for ``sketches_since()``."""
-        return len(self._sketches)
-
-    def sketches_since(self, mark: int) -> bytes:
-        """The complete sketches remembered since ``mark`` (from ``remembered()``), packed:
-        what a document added to the filter, to store with it and ``remember()`` when a
-        later run skips the unchanged document, so that it filters the documents after
-        it as a run that read it did (an interrupted run, resumed, drops what one
-        uninterrupted run drops)."""
-        sketches = [s for s, complete in zip(self._sketches[mark:], self._complete[mark:]) if complete]
-        lengths = np.array([len(s) for s in sketches], dtype="<u4")
-        values = np.concatenate(sketches).astype("<u8") if sketches else np.zeros(0, dtype="<u8")
-        return np.array([len(sketches)], dtype="<u4").tobytes() + lengths.tobytes() + values.tobytes()
-
-    def remember(self, packed: bytes) -> None:
-        """Remember the sketches ``sketches_since()`` packed, in order, as complete sets."""
-        count = int(np.frombuffer(packed, dtype="<u4", count=1)[0])
-        lengths = np.frombuffer(packed, dtype="<u4", count=count, offset=4).tolist()
-        values = np.frombuffer(packed, dtype="<u8", offset=4 + 4 * count).astype(np.uint64)
-        start = 0
-        for length in lengths:
-            sketch = values[start : start + length]
-            start += length
-            first = sketch[: self.keys]
-            pairs = list(combinations(range(len(first)), 2)) or [(0, 0)]
-            keys = _mix(first[[a for a, _ in pairs]] * np.uint64(_PAIR_MIX) + first[[b for _, b in pairs]])
-            self._index.update(dict.fromkeys(keys.tolist(), len(self._sketches)))
-            self._sketches.append(sketch)
-            self._complete.append(True)
+    def near(self, sketch, other) -> bool:
+        """Whether two complete sketches' exact Jaccard similarity reaches the threshold."""
+        size, other_size = len(sketch), len(other)
+        # Jaccard is at most the smaller size over the larger one.
+        if min(size, other_size) < self.threshold * max(size, other_size):
+            return False
+        shared = len(set(sketch.tolist()).intersection(other.tolist()))
+        return shared / (size + other_size - shared) >= self.threshold
 
     # -- filtering -------------------------------------------------------------------
 
     def add_signature(self, signature: bytes) -> None:
         """Remember a stored signature without counting it as a duplicate."""
         sketch = np.frombuffer(signature, dtype=np.uint64)
-        first = sketch[: self.keys]
-        pairs = list(combinations(range(len(first)), 2)) or [(0, 0)]
-        keys = _mix(
-            first[[a for a, _ in pairs]] * np.uint64(_PAIR_MIX) + first[[b for _, b in pairs]]
-        )
-        self._check(sketch, keys.tolist(), complete=False)
+        self._check(sketch, self.keys_of(sketch), complete=False)
 
-    def _check(self, sketch, keys, complete=True) -> bool:
-        """True if ``sketch`` nearly matches a remembered one; otherwise remember it.
+    def _check(self, sketch, keys, complete=True, stored=()) -> bool:
+        """True if ``sketch`` nearly matches a remembered one or one of ``stored``
+        (complete sketches from elsewhere); remember it either way.
 
         ``keys`` hash every pair of the sketch's first ``keys`` values, so candidates
         are the sketches sharing at least two of those values with this one. Two complete
-        shingle sets (from text in this run) are compared exactly; a stored signature
-        holds only the ``k`` smallest values and is compared by the bottom-k estimate.
+        shingle sets are compared exactly; a stored signature holds only the ``k``
+        smallest values and is compared by the bottom-k estimate.
         """
         index = self._index
-        candidates = set(map(index.get, keys, repeat(-1)))
-        candidates.discard(-1)
-        if candidates:
-            size = len(sketch)
-            values = None
-            for candidate in candidates:
-                other = self._sketches[candidate]
-                if values is None:
-                    values = sketch.tolist()
-                if complete and self._complete[candidate]:
-                    # Jaccard is at most the smaller size over the larger one.
-                    if min(size, len(other)) < self.threshold * max(size, len(other)):
-                        continue
-                    shared = len(set(values).intersection(other.tolist()))
-                    score = shared / (size + len(other) - shared)
-                else:
-                    score = similarity(values[: self.k], other[: self.k].tolist(), self.k)
-                if score >= self.threshold:
-                    return True
-        index.update(dict.fromkeys(keys, len(self._sketches)))
+        candidates = set()
+        for key in keys:
+            found = index.get(key)
+            if found is not None:
+                candidates.update(found)
+        duplicate = any(self.near(sketch, other) for other in stored) if complete else False
+        for candidate in sorted(candidates):
+            if duplicate:
+                break
+            other = self._sketches[candidate]
+            if complete and self._complete[candidate]:
+                duplicate = self.near(sketch, other)
+            else:
+                duplicate = similarity(sketch[: self.k].tolist(), other[: self.k].tolist(), self.k) >= self.threshold
+        position = len(self._sketches)
+        for key in keys:
+            index.setdefault(key, []).append(position)
         self._sketches.append(sketch)
         self._complete.append(complete)
-        return False
+        return duplicate
+
+    def paragraphs(self, texts, stored=None) -> list:
+        """A ``Paragraph`` for each text of ``min_words`` words or more (``None`` for
+        the others), checked in order: ``dropped`` when it nearly repeats a paragraph
+        remembered or, when given, one of the complete sketches ``stored(keys)`` returns
+        (``{key: [(id, sketch), ...]}`` for the keys of all the texts)."""
+        sketches, keys = self._batch(texts)
+        found = {}
+        if stored is not None:
+            wanted = sorted({key for ks in keys if ks for key in ks})
+            found = stored(wanted) if wanted else {}
+        out = []
+        seq = 0
+        for sketch, ks in zip(sketches, keys):
+            if sketch is None:
+                out.append(None)
+                continue
+            others = {}
+            for key in ks:
+                for ident, other in found.get(key, ()):
+                    others[ident] = other
+            dropped = self._check(sketch, ks, stored=[others[i] for i in sorted(others)])
+            self.duplicates += dropped
+            out.append(Paragraph(seq, dropped, sketch, ks))
+            seq += 1
+        return out
 
     def check_many(self, texts) -> list:
         """``is_duplicate()`` for each text in order, sketched in one batch."""
-        results = []
-        for sketch, keys in zip(*self._batch(texts)):
-            duplicate = sketch is not None and self._check(sketch, keys)
-            self.duplicates += duplicate
-            results.append(duplicate)
-        return results
+        return [p is not None and p.dropped for p in self.paragraphs(texts)]
 
     def is_duplicate(self, text: str) -> bool:
-        """True if ``text`` nearly repeats a paragraph seen before; otherwise remember it.
+        """True if ``text`` nearly repeats a paragraph seen before; remember it either way.
 
         One paragraph is sketched in plain Python (numpy's per-call overhead would
         dominate); ``filter_blocks()`` or ``check_many()`` over a whole document is still
@@ -314,18 +315,36 @@ class NearDuplicateFilter:
         sketch = sorted(values)
         first = sketch[: self.keys]
         pairs = combinations(first, 2) if len(first) > 1 else [(first[0], first[0])]
-        keys = [_mix_int((a * _PAIR_MIX + b) & _MASK64) for a, b in pairs]
+        keys = [_mix_int((a * _PAIR_MIX + b) & _MASK64) & _KEY_MASK for a, b in pairs]
         return np.array(sketch, dtype=np.uint64), keys
 
-    def filter_blocks(self, blocks, kinds=DEDUP_KINDS) -> tuple:
+    def filter_blocks(self, blocks, kinds=DEDUP_KINDS, stored=None) -> tuple:
         """Drop near-duplicate blocks of the given kinds; returns ``(kept, skipped_count)``.
 
         Headings and code blocks are always kept. Faster than ``is_duplicate()`` per
         block, because the whole list is sketched in one batch.
         """
+        kept, paragraphs = self.filter_document(blocks, kinds, stored)
+        return kept, sum(p.dropped for p in paragraphs)
+
+    def filter_document(self, blocks, kinds=DEDUP_KINDS, stored=None) -> tuple:
+        """``filter_blocks()`` returning ``(kept, paragraphs)``: the ``Paragraph`` of each
+        block checked, in order (``stored`` as for ``paragraphs()``)."""
         positions = [i for i, block in enumerate(blocks) if block.kind in kinds]
-        flags = self.check_many([blocks[i].text for i in positions])
-        dropped = {i for i, flag in zip(positions, flags) if flag}
+        checked = self.paragraphs([blocks[i].text for i in positions], stored)
+        dropped = {i for i, p in zip(positions, checked) if p is not None and p.dropped}
+        paragraphs = [p for p in checked if p is not None]
         if not dropped:
-            return list(blocks), 0
-        return [b for i, b in enumerate(blocks) if i not in dropped], len(dropped)
+            return list(blocks), paragraphs
+        return [b for i, b in enumerate(blocks) if i not in dropped], paragraphs
+
+
+@dataclass
+class Paragraph:
+    """A paragraph long enough to be checked: its place among those of its document,
+    whether it was dropped, its complete sketch and its index keys."""
+
+    seq: int
+    dropped: bool
+    sketch: np.ndarray
+    keys: list

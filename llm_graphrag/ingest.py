@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import dedup_store
 from . import limits as limits_module
 from . import parallel
 from .chunking import chunk_document
 from .dedup import NearDuplicateFilter
+from .dedup_store import DEDUP_KINDS
 from .embeddings import embedder_for, unit_rows, write_embeddings
 from .loaders import LINK_HINT, LoadError, expand_paths, load_document, refusal
 from .normalize import GENERATED_KINDS
@@ -106,51 +108,6 @@ def ingest_docs(
     )
     result.errors.extend(errors)
     embedder = embedder_for(db)
-    known = {
-        row[0]: (row[1], row[2], row[3])
-        for row in db.execute(
-            "select path, id, hash, "
-            "case when json_valid(meta) then json_extract(meta, '$.kind') end from docs"
-        ).fetchall()
-    }
-    # What the unchanged files among them added to the near-duplicate filter.
-    sketches = dict(
-        db.execute(
-            "select d.path, s.sketches from dedup_sketches s join docs d on d.id = s.doc_id "
-            "where d.path in (select value from json_each(?))",
-            [json.dumps([str(f) for f in files])],
-        ).fetchall()
-    ) if skip_if_seen else {}
-    skipped_ids = []  # of unchanged files: their extraction may not have finished
-    pending = []  # loaded documents waiting for one embedding call
-    embedding = None  # the previous batch, being embedded in a thread: (future, batch)
-
-    def write(batch, vectors):
-        start = 0
-        for document, chunks in batch:
-            doc_id = _write_document(
-                db, document, chunks, vectors[start : start + len(chunks)], tags or []
-            )
-            start += len(chunks)
-            result.ingested += 1
-            result.chunks += len(chunks)
-            result.doc_ids.append(doc_id)
-
-    def flush():
-        # Embed several files' chunks in one call, outside any transaction, in a thread:
-        # while it runs, the batch before is written here, each file in its own short
-        # transaction (SQLite and the tokenizer both let go of the interpreter lock).
-        # With nothing pending, this only writes the batch being embedded.
-        nonlocal embedding
-        batch = list(pending)
-        pending.clear()
-        previous, embedding = embedding, None
-        if batch:
-            embedding = (encoder.submit(chunk_vectors, embedder, [c for _, cs in batch for c in cs]), batch)
-        if previous is not None:
-            write(previous[1], previous[0].result())
-
-    encoder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphrag-embed")
     unknown = set(include) - set(GENERATED_KINDS)
     if unknown:
         raise ValueError(
@@ -158,53 +115,121 @@ def ingest_docs(
             f"choose from {', '.join(GENERATED_KINDS)}"
         )
     roots = [str(p) for p in ([root] if root is not None else roots or paths)]
-    loader_state = (
-        NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include),
-        Redactor.from_setting(get_setting(db, REDACT_SETTING)),
-        limits_module.Limits.from_setting(get_setting(db, limits_module.SETTING)),
-        None if within is None else [str(r) for r in within], follow_symlinks, sketches,
-    )
-    # One loading process at most, so near-duplicates are found in file order; ``workers``
-    # other than 0 sizes extraction, not loading.
-    loaders = 0 if workers == 0 else parallel.worker_count(None, len(files), most=1)
-    prepared = parallel.ordered_map(
-        _prepare_file, files, loaders,
-        initializer=_start_loader, initargs=loader_state, ahead=LOAD_AHEAD,
-    )
-    try:
-        for path, outcome, value in prepared:
-            if progress:
-                progress(path)
-            if outcome == "error":
-                result.errors.append({"path": str(path), "error": value})
-                continue
-            if outcome == "skipped":
-                result.skipped += 1
-                skipped_ids.append(known[str(path)][0])
-                continue
-            if outcome == "special":
-                result.skipped_files.append({"path": str(path), "reason": value})
-                continue
-            if outcome == "generated":
-                result.skipped_files.append({"path": str(path), "reason": value})
-                if str(path) in known:
-                    purge_documents(db, [known[str(path)][0]])
-                continue
-            document, chunks, dropped = value
-            result.duplicates_skipped += dropped
-            pending.append((document, chunks))
-            if sum(len(c) for _, c in pending) >= EMBED_BATCH:
-                flush()
-        flush()
-        flush()
-    finally:
-        encoder.shutdown(cancel_futures=True)
+    redactor = Redactor.from_setting(get_setting(db, REDACT_SETTING))
+    limits = limits_module.Limits.from_setting(get_setting(db, limits_module.SETTING))
+    skipped_ids = []  # of unchanged files: their extraction may not have finished
+
+    def load(files, again=frozenset()):
+        """Load, chunk, embed and write ``files`` in path order (each document's
+        near-duplicates are judged against the paths before it); ``again``: paths to load
+        even when unchanged, whose near-duplicate decisions changed."""
+        known = {
+            row[0]: (row[1], row[2], row[3], row[4])
+            for row in db.execute(
+                "select path, id, hash, "
+                "case when json_valid(meta) then json_extract(meta, '$.kind') end, "
+                "exists(select 1 from dedup_docs s where s.doc_id = docs.id) from docs"
+            ).fetchall()
+        }
+        pending = []  # loaded documents waiting for one embedding call
+        embedding = None  # the previous batch, being embedded in a thread: (future, batch)
+
+        def write(batch, vectors):
+            start = 0
+            for document, chunks in batch:
+                doc_id = _write_document(
+                    db, document, chunks, vectors[start : start + len(chunks)], tags or []
+                )
+                start += len(chunks)
+                result.ingested += 1
+                result.chunks += len(chunks)
+                result.doc_ids.append(doc_id)
+
+        def flush():
+            # Embed several files' chunks in one call, outside any transaction, in a thread:
+            # while it runs, the batch before is written here, each file in its own short
+            # transaction (SQLite and the tokenizer both let go of the interpreter lock).
+            # With nothing pending, this only writes the batch being embedded.
+            nonlocal embedding
+            batch = list(pending)
+            pending.clear()
+            previous, embedding = embedding, None
+            if batch:
+                embedding = (encoder.submit(chunk_vectors, embedder, [c for _, cs in batch for c in cs]), batch)
+            if previous is not None:
+                write(previous[1], previous[0].result())
+
+        # One loading process at most, so near-duplicates are found in path order;
+        # ``workers`` other than 0 sizes extraction, not loading.
+        loaders = 0 if workers == 0 else parallel.worker_count(None, len(files), most=1)
+        # A forked loader must not use this connection: it gets the stored paragraphs read now.
+        stored = (dedup_store.LoadedParagraphs if loaders else dedup_store.StoredParagraphs)(db.conn)
+        loader_state = (
+            NearDuplicateFilter(), skip_if_seen, known, roots, frozenset(include), redactor, limits,
+            None if within is None else [str(r) for r in within], follow_symlinks, stored, frozenset(again),
+        )
+        prepared = parallel.ordered_map(
+            _prepare_file, sorted(files, key=str), loaders,
+            initializer=_start_loader, initargs=loader_state, ahead=LOAD_AHEAD,
+        )
+        encoder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphrag-embed")
+        try:
+            for path, outcome, value in prepared:
+                if progress:
+                    progress(path)
+                if outcome == "error":
+                    result.errors.append({"path": str(path), "error": value})
+                    continue
+                if outcome == "skipped":
+                    result.skipped += 1
+                    skipped_ids.append(known[str(path)][0])
+                    continue
+                if outcome == "special":
+                    result.skipped_files.append({"path": str(path), "reason": value})
+                    continue
+                if outcome == "generated":
+                    result.skipped_files.append({"path": str(path), "reason": value})
+                    if str(path) in known:
+                        purge_documents(db, [known[str(path)][0]])
+                    continue
+                document, chunks, dropped = value
+                if document.unchanged and _same_chunks(db, known[document.path][0], chunks):
+                    # Loaded again for its near-duplicate state only: nothing else changes.
+                    with db.atomic():
+                        dedup_store.write_paragraphs(
+                            db.conn, known[document.path][0], document.path, document.paragraphs
+                        )
+                    result.skipped += 1
+                    skipped_ids.append(known[document.path][0])
+                    continue
+                result.duplicates_skipped += dropped
+                pending.append((document, chunks))
+                if sum(len(c) for _, c in pending) >= EMBED_BATCH:
+                    flush()
+            flush()
+            flush()
+        finally:
+            encoder.shutdown(cancel_futures=True)
+
+    load(files)
     if prune:
         result.pruned = prune_missing(db, paths, {str(f) for f in files})
         if result.pruned and extract:
             from .extract import settle
 
             settle(db, workers=workers)  # what the documents' going changes elsewhere
+    # Documents after those that changed (here, or by a purge, a move or a run that died)
+    # whose near-duplicate decisions that changes are loaded again, from their files.
+    while True:
+        with db.atomic():
+            stale, token = dedup_store.stale_documents(db.conn, NearDuplicateFilter())
+        present = [pathlib.Path(p) for p in stale if os.path.isfile(p)]
+        if present:
+            load(present, again={str(p) for p in present})
+        with db.atomic():
+            dedup_store.settle(db.conn, token)
+        if not present:
+            break
     if extract:
         from .extract import extract_and_link, unfinished_work
 
@@ -217,17 +242,20 @@ def ingest_docs(
 
 
 LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedding batch
-# The loading stage's state (one process, so near-duplicates are found in file order).
+# The loading stage's state (one process, so near-duplicates are found in path order).
 _LOADER = {}
 
 
 def _start_loader(
-    duplicates, skip_if_seen, known, paths, include, redactor, limits, within, follow, sketches
+    duplicates, skip_if_seen, known, paths, include, redactor, limits, within, follow, stored, again
 ):
     _LOADER.update(
         duplicates=duplicates, skip_if_seen=skip_if_seen, known=known, paths=paths,
         include=include, redactor=redactor, limits=limits, within=within, follow=follow,
-        sketches=sketches,
+        stored=stored, again=again,
+        # Paths of this run whose stored paragraphs are being replaced or deleted: the
+        # filter remembers the new ones instead.
+        replaced=set(),
     )
     limits_module.activate(limits)
 
@@ -253,28 +281,33 @@ def _prepare_file(path):
         return path, "error", f"cannot read file: {ex.strerror}"
     digest = hashlib.sha256(data).hexdigest()
     known = _LOADER["known"]
-    if (
+    unchanged = (
         _LOADER["skip_if_seen"]
         and key in known
         and known[key][1] == digest
         # A generated page stored when it was included is looked at again when it is not.
         and (known[key][2] not in GENERATED_KINDS or known[key][2] in _LOADER["include"])
-    ):
-        if key in _LOADER["sketches"]:
-            _LOADER["duplicates"].remember(_LOADER["sketches"][key])
+    )
+    # Loaded again although unchanged: its near-duplicate decisions may have changed, or
+    # it was stored before they were (``dedup_store.py``).
+    if unchanged and known[key][3] and key not in _LOADER["again"]:
         return path, "skipped", None
     try:
         document = load_document(path, root=_root_for(path, _LOADER["paths"]), data=data)
     except LoadError as ex:
         return path, "error", str(ex)
+    replaced = _LOADER["replaced"]
     if document.generated and document.kind not in _LOADER["include"]:
+        replaced.add(document.path)  # a stored copy is deleted
         return path, "generated", document.generated
     document.redactions = redact_document(document, _LOADER["redactor"])
-    mark = _LOADER["duplicates"].remembered()
-    document.blocks, dropped = _LOADER["duplicates"].filter_blocks(
-        document.blocks, kinds=("paragraph", "list", "quote")
+    stored = _LOADER["stored"]
+    document.blocks, document.paragraphs = _LOADER["duplicates"].filter_document(
+        document.blocks, DEDUP_KINDS, lambda keys: stored.lookup(keys, document.path, replaced)
     )
-    document.sketches = _LOADER["duplicates"].sketches_since(mark)
+    replaced.add(document.path)
+    document.unchanged = unchanged
+    dropped = sum(p.dropped for p in document.paragraphs)
     chunks = chunk_document(document)
     try:
         limits_module.check_chunks(len(chunks), _LOADER["limits"])
@@ -391,11 +424,20 @@ def _write_document(db, document, chunks, vectors, tags):
         write_embeddings(
             db, "chunks", chunk_ids, vectors, [chunk.embed_text for chunk in chunks]
         )
-        conn.execute(
-            "insert or replace into dedup_sketches (doc_id, sketches) values (?, ?)",
-            [doc_id, document.sketches],
-        )
+        dedup_store.write_paragraphs(conn, doc_id, document.path, document.paragraphs)
     return doc_id
+
+
+def _same_chunks(db, doc_id, chunks):
+    """Whether a stored document's chunks are ``chunks``, text, headings and counts."""
+    stored = db.execute(
+        "select seq, content, prelude, section, token_count, meta from chunks where doc_id = ? order by seq",
+        [doc_id],
+    ).fetchall()
+    return stored == [
+        (c.seq, c.text, c.prelude, c.section, c.token_count, json.dumps({"headings": list(c.headings)}))
+        for c in chunks
+    ]
 
 
 def prune_missing(db, paths, found):
@@ -422,6 +464,7 @@ def purge_documents(db, doc_ids):
         return 0
     with db.atomic():
         release_extraction(db, doc_ids)
+        dedup_store.record_removal(db.conn, doc_ids)
         db.conn.execute(
             "delete from docs where id in (select value from json_each(?))", [json.dumps(doc_ids)]
         )
@@ -521,11 +564,18 @@ def move_document(db, old_path, new_path, *, roots=None):
         return False
     if hashlib.sha256(data).hexdigest() != digest:
         return False
+    if dedup_store.stored_paragraphs(db.conn, doc_id) is None:
+        return False  # stored before near-duplicate state was: loaded again instead
     path = pathlib.Path(new_path)
     try:
         document = load_document(path, root=_root_for(path, [str(r) for r in roots or []]), data=data)
     except LoadError:
         return False
+    # What it keeps at its new place among the paths: the same, or it is loaded again.
+    stored = dedup_store.StoredParagraphs(db.conn)
+    document.blocks, paragraphs = NearDuplicateFilter().filter_document(
+        document.blocks, DEDUP_KINDS, lambda keys: stored.lookup(keys, new_path, {old_path})
+    )
     chunks = chunk_document(document)
     stored = db.execute("select id, seq, content from chunks where doc_id = ? order by seq", [doc_id]).fetchall()
     if document.title != title or [(s, c) for _, s, c in stored] != [(c.seq, c.text) for c in chunks]:
@@ -547,6 +597,7 @@ def move_document(db, old_path, new_path, *, roots=None):
         )
         if chunks:
             write_embeddings(db, "chunks", chunk_ids, vectors, [chunk.embed_text for chunk in chunks])
+        dedup_store.write_paragraphs(db.conn, doc_id, new_path, paragraphs, moved_from=old_path)
     return True
 
 

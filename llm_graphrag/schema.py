@@ -464,3 +464,44 @@ def m006_held_cooccurrence(db):
         CREATE INDEX IF NOT EXISTS idx_dropped_words_doc ON dropped_words(doc_id);
         """
     )
+
+
+@migrations()
+def m007_dedup_paragraphs(db):
+    """Every near-duplicate candidate paragraph of each document, whether it was dropped,
+    and its index keys (``dedup_store.py``), so that what a document keeps depends on the
+    paths before it, not on the run it came in; ``dedup_sketches`` (what one run's filter
+    remembered) goes. Documents stored before have no row in ``dedup_docs`` and are loaded
+    again the next time their file is ingested."""
+    db.executescript(
+        """
+        DROP TABLE IF EXISTS dedup_sketches;
+        CREATE TABLE IF NOT EXISTS dedup_paragraphs (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+          seq INTEGER NOT NULL,
+          dropped INTEGER NOT NULL,
+          -- New at its document's path: the documents after it are not checked yet.
+          pending INTEGER NOT NULL DEFAULT 0,
+          sketch BLOB NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_dedup_paragraphs_doc ON dedup_paragraphs(doc_id, seq);
+        CREATE INDEX IF NOT EXISTS idx_dedup_paragraphs_pending ON dedup_paragraphs(id) WHERE pending;
+        CREATE TABLE IF NOT EXISTS dedup_keys (
+          key INTEGER NOT NULL,
+          paragraph_id INTEGER NOT NULL REFERENCES dedup_paragraphs(id) ON DELETE CASCADE,
+          PRIMARY KEY (key, paragraph_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS idx_dedup_keys_paragraph ON dedup_keys(paragraph_id);
+        -- Paragraphs gone from a path: the documents after it are not checked yet.
+        CREATE TABLE IF NOT EXISTS dedup_removed (
+          id INTEGER PRIMARY KEY,
+          path TEXT NOT NULL,
+          sketch BLOB NOT NULL
+        );
+        -- Documents whose paragraphs are stored.
+        CREATE TABLE IF NOT EXISTS dedup_docs (
+          doc_id INTEGER PRIMARY KEY REFERENCES docs(id) ON DELETE CASCADE
+        );
+        """
+    )

@@ -243,6 +243,7 @@ class Watcher:
         """Reconcile the batch's paths with the files, in path order."""
         started = time.monotonic()
         paths = set()
+        changed = False  # a document moved or deleted
         for path, job in sorted(batch.items()):
             if job.folder:
                 paths |= self._folder_paths(db, path)
@@ -250,6 +251,7 @@ class Watcher:
                 if not os.path.lexists(job.moved_from) and move_document(db, job.moved_from, path, roots=self.folders):
                     self.state["files_processed"] += 1
                     self.state["last_file"] = path
+                    changed = True
                 else:
                     paths |= {job.moved_from, path}
             else:
@@ -277,13 +279,17 @@ class Watcher:
             self.state["files_processed"] += len(rows)
             if rows:
                 self.state["last_file"] = rows[-1][1]
-        if present:
+                changed = True
+        if present or changed:
+            # Also after a move or a delete alone: documents after the paths that changed
+            # may keep other paragraphs now (``dedup_store.py``), and are loaded again.
             result = ingest_docs(
                 db, present, tags=self.tags, roots=self.folders, workers=self.workers,
                 progress=self._check_stop,
             )
             self._record(result, present)
-            self.state["last_file"] = present[-1]
+            if present:
+                self.state["last_file"] = present[-1]
         self.state["last_batch"] = {
             "paths": len(paths), "seconds": round(time.monotonic() - started, 3), "at": _now()
         }

@@ -1,14 +1,19 @@
 """Order effects on real text: 32 python3.11-doc pages ingested in three orders give
-the same graph (``bench/bench_order.py`` does the same on more pages)."""
+the same graph (``bench/bench_order.py`` does the same on more pages); three pages whose
+paragraphs repeat each other keep what a clean ingest keeps, whatever the order, the
+batches, the workers, and the edits, renames and deletes of a watched folder."""
 
+import os
 import pathlib
 import shutil
 
 import pytest
-from test_watch import LINKED, ORDER_FREE, assert_consistent, snapshot
+
+from test_watch import LINKED, ORDER_FREE, assert_consistent, settle, snapshot
 
 from llm_graphrag.db import open_database
 from llm_graphrag.ingest import ingest_docs
+from llm_graphrag.watch import Watcher
 
 PAGES = pathlib.Path(__file__).parent / "data" / "python-docs"
 
@@ -145,3 +150,131 @@ def test_a_page_linked_before_a_term_entered_the_gazetteer_is_linked_again(tmp_p
     ingest_docs(left, [str(folder)], workers=0)
     assert_consistent(db)
     assert differing(snapshot(db), snapshot(left)) == set()
+
+
+NEAR = pathlib.Path(__file__).parent / "data" / "near-duplicates"
+# The "See also" paragraphs of grp, pwd and spwd: pwd repeats grp's SHADOW, spwd pwd's GROUP.
+SHADOW = "Module `spwd`: An interface to the shadow password database, similar to this."
+GROUP = "Module `grp`: An interface to the group database, similar to this."
+
+
+def holding(db, text):
+    """The names of the documents whose chunks hold ``text``."""
+    rows = db.execute(
+        "select distinct d.path from chunks c join docs d on d.id = c.doc_id where instr(c.content, ?) order by 1",
+        [text],
+    ).fetchall()
+    return [pathlib.Path(path).name for (path,) in rows]
+
+
+def near_folder(tmp_path):
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for page in sorted(NEAR.glob("*.rst.txt")):
+        shutil.copy(page, folder / page.name)
+    return folder, [folder / name for name in ("grp.rst.txt", "pwd.rst.txt", "spwd.rst.txt")]
+
+
+def assert_clean(db, folder, path):
+    """``db`` equals a clean ingest of ``folder`` (made at ``path``) in every table."""
+    clean = open_database(path)
+    ingest_docs(clean, [str(folder)], workers=0)
+    assert_consistent(db)
+    assert differing(snapshot(db), snapshot(clean)) == set()
+    return clean
+
+
+@pytest.mark.parametrize(
+    "order, workers",
+    [("one at a time, reversed", 0), ("the middle one last", 0), ("one at a time, a loading process", 2)],
+)
+def test_near_duplicate_paragraphs_are_dropped_whatever_the_order(tmp_path, order, workers):
+    """A paragraph is dropped when it nearly repeats one of a page whose path sorts
+    before (dropped or not), however the pages came in: a page ingested before the one
+    it repeats is loaded again when that one comes. ``workers=2`` loads in a forked
+    process, which reads the stored paragraphs at the start."""
+    folder, (grp, pwd, spwd) = near_folder(tmp_path)
+    runs = {
+        "one at a time, reversed": [[spwd], [pwd], [grp]],
+        "the middle one last": [[grp, spwd], [pwd]],
+        "one at a time, a loading process": [[pwd], [spwd], [grp]],
+    }[order]
+    db = open_database(tmp_path / "one.db")
+    for run in runs:
+        ingest_docs(db, [str(p) for p in run], roots=[str(folder)], workers=workers)
+    clean = assert_clean(db, folder, tmp_path / "clean.db")
+    assert (holding(clean, SHADOW), holding(clean, GROUP)) == (["grp.rst.txt"], ["pwd.rst.txt"])
+    names = lambda db: db.execute(  # noqa: E731
+        "select d.path, p.seq, p.dropped, p.pending from dedup_paragraphs p join docs d on d.id = p.doc_id "
+        "where p.dropped or p.pending order by d.path, p.seq"
+    ).fetchall()
+    assert names(db) == names(clean) == [(str(pwd), 8, 1, 0), (str(spwd), 8, 1, 0)]
+    assert db.execute("select count(*) from dedup_removed").fetchone()[0] == 0
+
+
+def test_a_watched_folder_keeps_what_a_clean_ingest_keeps(tmp_path):
+    """A watcher's edit, rename and delete of one page each (only that page is given to
+    ``ingest_docs``) load again the pages after it whose near-duplicates changed."""
+    folder, (grp, pwd, spwd) = near_folder(tmp_path)
+    db = open_database(tmp_path / "live.db")
+    for page in (spwd, pwd, grp):
+        ingest_docs(db, [str(page)], roots=[str(folder)], workers=0)
+    db.close()
+    watcher = Watcher(tmp_path / "live.db", [folder], debounce_ms=200).start()
+    settle(watcher)
+    db = open_database(tmp_path / "live.db")
+    kept = []
+
+    def step(change):
+        change()
+        settle(watcher)
+        assert watcher.state["last_error"] is None
+        # A reader of its own each time (``assert_consistent`` leaves a transaction open).
+        live = open_database(tmp_path / "live.db")
+        assert_clean(live, folder, tmp_path / f"clean{len(kept)}.db")
+        kept.append((holding(live, SHADOW), holding(live, GROUP)))
+        live.close()
+
+    try:
+        # grp no longer names spwd: pwd's paragraph is no repeat any more.
+        step(lambda: grp.write_text(grp.read_text().replace(
+            "   Module :mod:`spwd`\n      An interface to the shadow password database, similar to this.\n", ""
+        )))
+        # A rename that keeps its place before pwd: moved, not extracted again.
+        before = db.execute("select id, extracted_hash from docs where path = ?", [str(grp)]).fetchone()
+        step(lambda: os.rename(grp, folder / "group.rst.txt"))
+        assert db.execute("select id, extracted_hash from docs where path = ?", [str(folder / "group.rst.txt")]).fetchone() == before
+        # spwd renamed before pwd: now pwd repeats spwd's paragraph, not the reverse.
+        step(lambda: os.rename(spwd, folder / "a-spwd.rst.txt"))
+        # Gone: pwd keeps its paragraph again.
+        step(lambda: os.unlink(folder / "a-spwd.rst.txt"))
+    finally:
+        watcher.stop()
+    assert kept == [
+        (["pwd.rst.txt"], ["pwd.rst.txt"]),
+        (["pwd.rst.txt"], ["pwd.rst.txt"]),
+        (["pwd.rst.txt"], ["a-spwd.rst.txt"]),
+        (["pwd.rst.txt"], ["pwd.rst.txt"]),
+    ]
+
+
+def test_documents_stored_before_their_paragraphs_were_are_loaded_again_once(tmp_path):
+    """A database from before ``dedup_paragraphs`` has no paragraphs stored (the
+    migration drops ``dedup_sketches``, which held only one run's): the next ingest of a
+    file loads it again, and writes only that state when its chunks come out the same."""
+    folder, (grp, pwd, spwd) = near_folder(tmp_path)
+    db = open_database(tmp_path / "old.db")
+    ingest_docs(db, [str(pwd)], roots=[str(folder)], workers=0)
+    ingest_docs(db, [str(grp), str(spwd)], roots=[str(folder)], workers=0)
+    with db.atomic():
+        db.execute("delete from dedup_paragraphs")
+        db.execute("delete from dedup_docs")
+    # As before: pwd, ingested alone first, kept grp's paragraph.
+    db.execute("update chunks set content = content || ? where doc_id = (select id from docs where path = ?) "
+               "and seq = (select max(seq) from chunks c join docs d on d.id = c.doc_id where d.path = ?)",
+               ["\n\n" + SHADOW, str(pwd), str(pwd)])
+    assert holding(db, SHADOW) == ["grp.rst.txt", "pwd.rst.txt"]
+    result = ingest_docs(db, [str(folder)], workers=0)
+    assert (result.ingested, result.skipped) == (1, 2)  # pwd loses the paragraph; the others are as they were
+    assert holding(db, SHADOW) == ["grp.rst.txt"]
+    assert_clean(db, folder, tmp_path / "clean.db")
