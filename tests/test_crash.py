@@ -20,10 +20,9 @@ import time
 
 import pytest
 
-from llm_graphrag import extract, ingest
+from llm_graphrag import dedup_store, extract, ingest
 from llm_graphrag.cli import graphrag
 from llm_graphrag.db import open_database
-from llm_graphrag.dedup import NearDuplicateFilter
 from llm_graphrag.embeddings import get_embedder
 from llm_graphrag.extraction import spacy_pipeline
 from llm_graphrag.schema import DEFAULT_MODEL
@@ -121,10 +120,15 @@ def state(path):
         out["triggers"] = db.execute(
             "select name, sql from sqlite_master where type = 'trigger' order by name"
         ).fetchall()
-        if db["dedup_sketches"].exists():
-            out["dedup_sketches"] = sorted(
-                db.execute("select d.path, s.sketches from dedup_sketches s join docs d on d.id = s.doc_id").fetchall()
+        if db["dedup_paragraphs"].exists():
+            out["dedup_paragraphs"] = sorted(
+                db.execute(
+                    "select d.path, p.seq, p.dropped, p.pending, p.sketch from dedup_paragraphs p "
+                    "join docs d on d.id = p.doc_id"
+                ).fetchall()
             )
+            out["dedup_docs"] = sorted(db.execute("select d.path from dedup_docs s join docs d on d.id = s.doc_id").fetchall())
+            out["dedup_removed"] = db.execute("select count(*) from dedup_removed").fetchall()
         out["settings"] = db.execute(
             "select key, value from graphrag_settings where key not in ('last_ingest') order by key"
         ).fetchall()
@@ -273,32 +277,6 @@ def unextracted(path):
 WORDS = "tidepool compacts the hourly partitions of the basin store every night".split()
 
 
-def test_remembered_sketches_filter_as_the_documents_did():
-    """A filter seeded with the sketches two documents added drops, in a third, exactly
-    what one filter that read all three drops."""
-    # 120 distinct words: more shingles than a stored signature (``k`` = 64) keeps.
-    long = " ".join(f"{WORDS[i % len(WORDS)]}{i}" for i in range(120))
-    first = "basin keeps ten years of turbidity readings in daily partitions on disk"
-    second = "the compaction report lists every merged segment and the bytes it saved"
-    documents = [
-        [long, first],
-        [long + " and then it stops", second],
-        [long, first + " too", second, "an unrelated paragraph about the gauges at the estuary mouth"],
-    ]
-    whole = NearDuplicateFilter()
-    packed = []
-    for texts, expected in zip(documents, ([False, False], [True, False])):
-        mark = whole.remembered()
-        assert whole.check_many(texts) == expected
-        packed.append(whole.sketches_since(mark))
-    resumed = NearDuplicateFilter()
-    for blob in packed:
-        resumed.remember(blob)
-    assert resumed.remembered() == whole.remembered() == 3
-    assert resumed.check_many(documents[2]) == whole.check_many(documents[2]) == [True, True, True, False]
-    assert resumed.sketches_since(0) == whole.sketches_since(0)
-
-
 class Died(BaseException):
     """A process that dies where this is raised (not an ``Exception``: nothing catches it)."""
 
@@ -345,5 +323,45 @@ def test_a_run_dying_before_it_extracts_again_leaves_that_to_the_next(corpus, tm
     }
     extract.extract_and_link(db, workers=0)
     assert extract.unfinished_work(db) == FINISHED
+    db.close()
+    assert state(tmp_path / "killed.db") == expected
+
+
+NEAR = pathlib.Path(__file__).parent / "data" / "near-duplicates"
+
+
+def test_a_run_dying_before_it_loads_later_pages_again_leaves_that_to_the_next(tmp_path, monkeypatch):
+    """A page written records in its own transaction what changed at its path
+    (``dedup_store``): a run that dies before it loads again the pages after it whose
+    near-duplicates changed leaves that to the next run: the same command, which finds the
+    page unchanged, loads them again."""
+    from llm_graphrag.ingest import ingest_docs
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for page in NEAR.glob("*.rst.txt"):
+        shutil.copy(page, folder / page.name)
+    whole = open_database(tmp_path / "whole.db")
+    ingest_docs(whole, [str(folder)], workers=0)
+    whole.close()
+    expected = state(tmp_path / "whole.db")
+    db = open_database(tmp_path / "killed.db")
+    ingest_docs(db, [str(folder / "pwd.rst.txt"), str(folder / "spwd.rst.txt")], roots=[str(folder)], workers=0)
+
+    def dying(conn, duplicates):
+        raise Died
+
+    monkeypatch.setattr(dedup_store, "stale_documents", dying)
+    with pytest.raises(Died):
+        ingest_docs(db, [str(folder / "grp.rst.txt")], roots=[str(folder)], workers=0)
+    monkeypatch.undo()
+    pending = db.execute("select count(*) from dedup_paragraphs where pending").fetchone()[0]
+    assert pending == db.execute(
+        "select count(*) from dedup_paragraphs p join docs d on d.id = p.doc_id where d.path like '%grp.rst.txt'"
+    ).fetchone()[0] == 9
+    assert state(tmp_path / "killed.db") != expected  # pwd still keeps grp's paragraph
+    result = ingest_docs(db, [str(folder / "grp.rst.txt")], roots=[str(folder)], workers=0)
+    assert (result.skipped, result.ingested) == (1, 1)
+    assert result.doc_ids == [db.execute("select id from docs where path like '%/pwd.rst.txt'").fetchone()[0]]
     db.close()
     assert state(tmp_path / "killed.db") == expected
