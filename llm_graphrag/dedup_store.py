@@ -63,51 +63,66 @@ class StoredParagraphs:
 
 class LoadedParagraphs(StoredParagraphs):
     """The same lookups over every stored paragraph read at once: for a loading process
-    forked from the writing one, which must not use its database connection."""
+    forked from the writing one, which must not use its database connection. Keys are
+    kept as a sorted array and sketches as stored, converted when one is a candidate."""
 
     def __init__(self, conn):
-        self.paths = {}
-        self.sketches = {}
-        for ident, path, blob in conn.execute(
-            "select p.id, d.path, p.sketch from dedup_paragraphs p join docs d on d.id = p.doc_id"
-        ):
-            self.paths[ident] = path
-            self.sketches[ident] = from_blob(blob)
-        self.index = {}
-        for key, ident in conn.execute("select key, paragraph_id from dedup_keys"):
-            self.index.setdefault(key, []).append(ident)
+        self.rows = {
+            ident: (path, blob)
+            for ident, path, blob in conn.execute(
+                "select p.id, d.path, p.sketch from dedup_paragraphs p join docs d on d.id = p.doc_id"
+            )
+        }
+        pairs = np.array(conn.execute("select key, paragraph_id from dedup_keys order by key").fetchall(), dtype=np.int64)
+        pairs = pairs.reshape(-1, 2)
+        self.keys, self.idents = pairs[:, 0], pairs[:, 1]
 
     def lookup(self, keys, before, excluded=()):
         found = {}
-        for key in keys:
-            for ident in self.index.get(key, ()):
-                path = self.paths[ident]
+        wanted = np.array(keys, dtype=np.int64)
+        starts = np.searchsorted(self.keys, wanted, side="left").tolist()
+        stops = np.searchsorted(self.keys, wanted, side="right").tolist()
+        for key, start, stop in zip(keys, starts, stops):
+            for ident in self.idents[start:stop].tolist():
+                path, blob = self.rows[ident]
                 if path < before and path not in excluded:
-                    found.setdefault(key, []).append((ident, self.sketches[ident]))
+                    found.setdefault(key, []).append((ident, from_blob(blob)))
         return found
 
 
 def write_paragraphs(conn, doc_id, path, paragraphs, moved_from=None):
     """Store a document's paragraphs (``dedup.Paragraph``) in place of its old ones, in the
     caller's transaction. What changed at ``path`` is recorded for ``stale_documents()``;
-    ``moved_from``: the document was at that path until now, so all of it changed at both."""
-    stored = conn.execute("select sketch, pending from dedup_paragraphs where doc_id = ?", [doc_id]).fetchall()
-    old = {blob for blob, _ in stored}
+    ``moved_from``: the document was at that path until now, so all of it changed at both.
+    Rows of paragraphs it still has are kept (an edit rewrites few keys)."""
+    old = {}
+    for ident, blob, pending in conn.execute(
+        "select id, sketch, pending from dedup_paragraphs where doc_id = ? order by id", [doc_id]
+    ):
+        old.setdefault(blob, []).append((ident, pending))
     new = [to_blob(p.sketch) for p in paragraphs]
     if moved_from is not None:
-        removed, added, removed_at = old, set(new), moved_from
+        conn.executemany("insert into dedup_removed (path, sketch) values (?, ?)", [(moved_from, b) for b in sorted(old)])
     else:
-        # Paragraphs still pending from before (a run that died) stay pending.
-        removed, added, removed_at = old - set(new), (set(new) - old) | {b for b, p in stored if p}, path
-    conn.executemany("insert into dedup_removed (path, sketch) values (?, ?)", [(removed_at, b) for b in sorted(removed)])
-    conn.execute("delete from dedup_paragraphs where doc_id = ?", [doc_id])
-    keys = []
+        conn.executemany(
+            "insert into dedup_removed (path, sketch) values (?, ?)", [(path, b) for b in sorted(set(old) - set(new))]
+        )
+    updates, keys = [], []
     for paragraph, blob in zip(paragraphs, new):
+        # New at this path, or still pending from before (a run that died).
+        kept = old.get(blob)
+        if kept:
+            ident, pending = kept.pop(0)
+            updates.append((paragraph.seq, int(paragraph.dropped), int(bool(pending) or moved_from is not None), ident))
+            continue
         ident = conn.execute(
             "insert into dedup_paragraphs (doc_id, seq, dropped, pending, sketch) values (?, ?, ?, ?, ?)",
-            [doc_id, paragraph.seq, int(paragraph.dropped), int(blob in added), blob],
+            [doc_id, paragraph.seq, int(paragraph.dropped), int(moved_from is not None or blob not in old), blob],
         ).lastrowid
         keys.extend((key, ident) for key in set(paragraph.keys))
+    gone = [ident for rows in old.values() for ident, _ in rows]
+    conn.execute("delete from dedup_paragraphs where id in (select value from json_each(?))", [json.dumps(gone)])
+    conn.executemany("update dedup_paragraphs set seq = ?, dropped = ?, pending = ? where id = ?", updates)
     conn.executemany("insert into dedup_keys (key, paragraph_id) values (?, ?)", keys)
     conn.execute("insert or ignore into dedup_docs (doc_id) values (?)", [doc_id])
 
@@ -133,7 +148,8 @@ def stored_paragraphs(conn, doc_id):
 
 def _probe(conn, rows, query):
     """Run ``query`` against ``temp.dedup_probe`` filled with ``rows`` of (source, key,
-    path, doc_id, seq)."""
+    path, doc_id, seq); it starts from them (``cross join``: SQLite's planner, without
+    statistics on the temporary table, would rather scan every key)."""
     opened = not conn.in_transaction  # else sqlite3 would leave its implicit one open
     if opened:
         conn.execute("begin")
@@ -170,7 +186,7 @@ def stale_documents(conn, duplicates):
     for source, ident, doc_id, path, seq, dropped, blob in _probe(
         conn, rows,
         "select distinct t.source, p.id, p.doc_id, d.path, p.seq, p.dropped, p.sketch from temp.dedup_probe t "
-        "join dedup_keys k on k.key = t.key join dedup_paragraphs p on p.id = k.paragraph_id "
+        "cross join dedup_keys k on k.key = t.key join dedup_paragraphs p on p.id = k.paragraph_id "
         "join docs d on d.id = p.doc_id where d.path > t.path",
     ):
         if ident not in affected:
@@ -189,7 +205,7 @@ def stale_documents(conn, duplicates):
     for ident, other, blob in _probe(
         conn, rows,
         "select distinct t.source, p.id, p.sketch from temp.dedup_probe t "
-        "join dedup_keys k on k.key = t.key join dedup_paragraphs p on p.id = k.paragraph_id "
+        "cross join dedup_keys k on k.key = t.key join dedup_paragraphs p on p.id = k.paragraph_id "
         "join docs d on d.id = p.doc_id where d.path < t.path or (p.doc_id = t.doc_id and p.seq < t.seq)",
     ):
         if not now[ident] and duplicates.near(affected[ident][4], from_blob(blob)):

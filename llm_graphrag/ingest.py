@@ -220,15 +220,23 @@ def ingest_docs(
             settle(db, workers=workers)  # what the documents' going changes elsewhere
     # Documents after those that changed (here, or by a purge, a move or a run that died)
     # whose near-duplicate decisions that changes are loaded again, from their files.
+    # Those this run cannot read (gone, or outside ``within``) are left, with what changed
+    # before them, to a later run.
+    tried = set()
     while True:
         with db.atomic():
             stale, token = dedup_store.stale_documents(db.conn, NearDuplicateFilter())
-        present = [pathlib.Path(p) for p in stale if os.path.isfile(p)]
-        if present:
-            load(present, again={str(p) for p in present})
-        with db.atomic():
-            dedup_store.settle(db.conn, token)
-        if not present:
+        readable = [
+            p for p in stale
+            if p not in tried and os.path.isfile(p) and (within is None or not refusal(p, within))
+        ]
+        tried.update(readable)
+        if readable:
+            load([pathlib.Path(p) for p in readable], again=set(readable))
+        if len(readable) == len(stale):
+            with db.atomic():
+                dedup_store.settle(db.conn, token)
+        if not readable:
             break
     if extract:
         from .extract import extract_and_link, unfinished_work

@@ -487,12 +487,13 @@ def m007_dedup_paragraphs(db):
         );
         CREATE INDEX IF NOT EXISTS idx_dedup_paragraphs_doc ON dedup_paragraphs(doc_id, seq);
         CREATE INDEX IF NOT EXISTS idx_dedup_paragraphs_pending ON dedup_paragraphs(id) WHERE pending;
+        -- In paragraph order (new rows go at the end), found by key through the index.
         CREATE TABLE IF NOT EXISTS dedup_keys (
-          key INTEGER NOT NULL,
           paragraph_id INTEGER NOT NULL REFERENCES dedup_paragraphs(id) ON DELETE CASCADE,
-          PRIMARY KEY (key, paragraph_id)
+          key INTEGER NOT NULL,
+          PRIMARY KEY (paragraph_id, key)
         ) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS idx_dedup_keys_paragraph ON dedup_keys(paragraph_id);
+        CREATE INDEX IF NOT EXISTS idx_dedup_keys_key ON dedup_keys(key);
         -- Paragraphs gone from a path: the documents after it are not checked yet.
         CREATE TABLE IF NOT EXISTS dedup_removed (
           id INTEGER PRIMARY KEY,

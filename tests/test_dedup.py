@@ -182,3 +182,37 @@ def test_one_paragraph_path_matches_the_batch_path():
         one_sketch, one_keys = seen._sketch_one(text)
         assert one_sketch.tolist() == sketch.tolist()
         assert one_keys == key
+
+
+def test_a_dropped_paragraph_is_remembered_too():
+    """Decisions do not chain: a paragraph repeating only a dropped one is dropped too, as
+    it is whether or not the one before it was (``dedup_store.py``)."""
+    words = [f"word{i}" for i in range(100)]
+    first = " ".join(words)
+    second = " ".join(words[:94] + [f"new{i}" for i in range(6)])
+    third = " ".join([f"other{i}" for i in range(6)] + words[6:94] + [f"new{i}" for i in range(6)])
+    assert [round(jaccard(first, second), 3), round(jaccard(second, third), 3), round(jaccard(first, third), 3)] == [
+        0.885, 0.885, 0.782,
+    ]
+    assert NearDuplicateFilter().check_many([first, second, third]) == [False, True, True]
+
+
+def test_paragraphs_are_checked_against_stored_sketches_too():
+    """``stored(keys)`` gives complete sketches from elsewhere (the stored documents before
+    this one): a paragraph near one of them is dropped, and each checked paragraph comes
+    back with its place, sketch and keys."""
+    seen = NearDuplicateFilter()
+    near = RETENTION.replace("ten years", "eleven years")
+    (sketch,), (keys,) = seen._batch([RETENTION])
+    asked = []
+
+    def stored(wanted):
+        asked.append(wanted)
+        return {key: [(7, sketch)] for key in wanted if key in keys}
+
+    other = "Heron is the web dashboard where staff and partner councils look at river readings."
+    paragraphs = seen.paragraphs([near, "Too short.", other], stored)
+    assert [(p.seq, p.dropped) for p in paragraphs if p] == [(0, True), (1, False)] and paragraphs[1] is None
+    assert paragraphs[0].keys == seen.keys_of(paragraphs[0].sketch)
+    assert asked == [sorted(set(paragraphs[0].keys) | set(paragraphs[2].keys))]
+    assert seen.near(paragraphs[0].sketch, sketch) and not seen.near(paragraphs[2].sketch, sketch)
