@@ -166,11 +166,12 @@ def _probe(conn, rows, query):
             conn.execute("commit")
 
 
-def stale_documents(conn, duplicates):
+def stale_documents(conn, duplicates, decided=frozenset()):
     """The paths of documents whose stored decisions are no longer what the paragraphs
     before them decide, after the changes recorded since the last ``settle()``; and a
     token for ``settle()``. ``duplicates``: a ``NearDuplicateFilter`` (its threshold and
-    keys)."""
+    keys). ``decided``: paths loaded together in path order by the caller, each judged
+    against the others as they are now, so their changes need no checking among them."""
     removed = conn.execute("select id, path, sketch from dedup_removed order by id").fetchall()
     pending = conn.execute(
         "select p.id, d.path, p.sketch from dedup_paragraphs p join docs d on d.id = p.doc_id "
@@ -180,8 +181,16 @@ def stale_documents(conn, duplicates):
     sources = [(path, from_blob(blob)) for _, path, blob in removed + pending]
     if not sources:
         return [], token
+    if decided and all(path in decided for path, _ in sources):
+        others = conn.execute(
+            "select 1 from docs where path not in (select value from json_each(?)) limit 1", [json.dumps(sorted(decided))]
+        ).fetchone()
+        if others is None:  # a whole corpus loaded at once
+            return [], token
     # Paragraphs of later documents near a paragraph that came or went.
-    rows = [(i, key, path, None, None) for i, (path, sketch) in enumerate(sources) for key in duplicates.keys_of(sketch)]
+    rows = [
+        (i, key, path, None, None) for i, (path, sketch) in enumerate(sources) for key in duplicates.keys_of(sketch)
+    ]
     affected = {}
     for source, ident, doc_id, path, seq, dropped, blob in _probe(
         conn, rows,
@@ -189,6 +198,8 @@ def stale_documents(conn, duplicates):
         "cross join dedup_keys k on k.key = t.key join dedup_paragraphs p on p.id = k.paragraph_id "
         "join docs d on d.id = p.doc_id where d.path > t.path",
     ):
+        if sources[source][0] in decided and path in decided:
+            continue
         if ident not in affected:
             sketch = from_blob(blob)
             if duplicates.near(sources[source][1], sketch):

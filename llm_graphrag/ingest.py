@@ -118,11 +118,14 @@ def ingest_docs(
     redactor = Redactor.from_setting(get_setting(db, REDACT_SETTING))
     limits = limits_module.Limits.from_setting(get_setting(db, limits_module.SETTING))
     skipped_ids = []  # of unchanged files: their extraction may not have finished
+    decided = set()  # paths whose near-duplicates the first load judged (dedup_store)
 
-    def load(files, again=frozenset()):
+    def load(files, again=frozenset(), written=None):
         """Load, chunk, embed and write ``files`` in path order (each document's
         near-duplicates are judged against the paths before it); ``again``: paths to load
-        even when unchanged, whose near-duplicate decisions changed."""
+        even when unchanged, whose near-duplicate decisions changed; ``written``: a set
+        the paths of the documents written are added to."""
+        written = set() if written is None else written
         known = {
             row[0]: (row[1], row[2], row[3], row[4])
             for row in db.execute(
@@ -144,6 +147,7 @@ def ingest_docs(
                 result.ingested += 1
                 result.chunks += len(chunks)
                 result.doc_ids.append(doc_id)
+                written.add(document.path)
 
         def flush():
             # Embed several files' chunks in one call, outside any transaction, in a thread:
@@ -201,6 +205,7 @@ def ingest_docs(
                         )
                     result.skipped += 1
                     skipped_ids.append(known[document.path][0])
+                    written.add(document.path)
                     continue
                 result.duplicates_skipped += dropped
                 pending.append((document, chunks))
@@ -210,8 +215,9 @@ def ingest_docs(
             flush()
         finally:
             encoder.shutdown(cancel_futures=True)
+            _LOADER.clear()  # loading here held the connection, which would never be closed
 
-    load(files)
+    load(files, written=decided)
     if prune:
         result.pruned = prune_missing(db, paths, {str(f) for f in files})
         if result.pruned and extract:
@@ -225,7 +231,7 @@ def ingest_docs(
     tried = set()
     while True:
         with db.atomic():
-            stale, token = dedup_store.stale_documents(db.conn, NearDuplicateFilter())
+            stale, token = dedup_store.stale_documents(db.conn, NearDuplicateFilter(), decided)
         readable = [
             p for p in stale
             if p not in tried and os.path.isfile(p) and (within is None or not refusal(p, within))
