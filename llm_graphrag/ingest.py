@@ -98,7 +98,10 @@ def ingest_docs(
     database's ``limits`` (``limits.py``) are errors naming the limit. With ``extract``,
     what a run that died left undone for the files is finished too
     (``extract.unfinished_work``): a run killed anywhere, run again, stores what one
-    uninterrupted run stores.
+    uninterrupted run stores. Files are loaded in path order, each document's
+    near-duplicate paragraphs judged against the stored paths before it; the stored
+    documents after the ones that changed (here, or by a purge or move since) whose
+    decisions that changes are loaded again from their files (``dedup_store.py``).
     Returns an ``IngestResult``.
     """
     started = _now()
@@ -562,7 +565,8 @@ def move_document(db, old_path, new_path, *, roots=None):
     """Give a stored document the path its file was renamed to, without extracting again.
 
     When the file at ``new_path`` holds what was stored for ``old_path`` (same hash, same
-    title, the same chunk texts), the document keeps its id, chunks, mentions and
+    title, the same chunk texts with near-duplicates judged at the new path), the
+    document keeps its id, chunks, mentions and
     relations: only its path, metadata, chunk preludes and chunk vectors change. Returns
     False, changing nothing, when there is no such document or the content differs: the
     caller then indexes ``new_path`` and purges ``old_path``.
