@@ -348,7 +348,7 @@ def test_a_run_dying_before_it_loads_later_pages_again_leaves_that_to_the_next(t
     db = open_database(tmp_path / "killed.db")
     ingest_docs(db, [str(folder / "pwd.rst.txt"), str(folder / "spwd.rst.txt")], roots=[str(folder)], workers=0)
 
-    def dying(conn, duplicates):
+    def dying(*args):
         raise Died
 
     monkeypatch.setattr(dedup_store, "stale_documents", dying)
