@@ -447,6 +447,10 @@ class Analysis:
         """Sentence spans ``(start, end)``, computed on first use."""
         if self._sentences is None:
             self._sentences = split_sentences(self.masked, self.text)
+            if not self._sentences and self.text.strip():
+                # Nothing but markup (a list of code spans): its lines and items are the
+                # sentences, so every mention in it has one.
+                self._sentences = split_sentences(self.text, self.text)
         return self._sentences
 
     def _keep(self, match, group, kind, role=""):

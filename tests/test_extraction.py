@@ -855,3 +855,22 @@ def test_documents_a_run_extracts_again_are_linked_again_not_extracted_again(tmp
         assert sorted(found) == (sorted(documents + [d for r in rounds[1:] for d in r]) if kept == 0 else documents)
         graphs[kept] = _graph_rows(db)
     assert graphs[0] == graphs[extract._ExtractedCache.MAX_MENTIONS]
+
+
+def test_a_list_of_code_spans_has_a_sentence_per_item(tmp_path):
+    # Python's c-api/stable.html lists functions this way; every mention needs a sentence,
+    # or relation extraction has none to read (it stopped the whole ingest).
+    text = "- `PyCodec_RegisterError()`\n- `PyCodec_ReplaceErrors()`\n- `PyGC_Collect()`\n"
+    assert [text[a:b] for a, b in Analysis(text).sentences] == [
+        "- `PyCodec_RegisterError()`", "- `PyCodec_ReplaceErrors()`", "- `PyGC_Collect()`",
+    ]
+    page = tmp_path / "docs" / "stable.md"
+    page.parent.mkdir()
+    page.write_text(text)
+    from llm_graphrag.api import GraphRAG
+
+    graph = GraphRAG(tmp_path / "graphrag.db")
+    assert graph.ingest(page.parent, workers=0)["errors"] == []
+    assert graph.db.execute("select name, type from entities where name like 'Py%' order by name").fetchall() == [
+        ("PyCodec_RegisterError", "code"), ("PyCodec_ReplaceErrors", "code"), ("PyGC_Collect", "code"),
+    ]
