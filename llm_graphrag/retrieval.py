@@ -69,10 +69,10 @@ class RetrievalOptions:
     # top ``bit_candidates`` rescored exactly. 800 of 1M: recall@50 1.0 (400: 0.96).
     bit_index_min_chunks: int | None = 100_000
     bit_candidates: int = 800
-    rrf_k: int = 3
+    rrf_k: int = 4
     keyword_weight: float = 1.0  # the BM25 list's weight in the fusion
     vector_weight: float = 0.6  # the vector list's: the static model is the weaker one
-    peak_boost: float = 2.0  # a list's weight times 1 + peak_boost * list_peak
+    peak_boost: float = 1.0  # a list's weight times 1 + peak_boost * list_peak
     peak_depth: int = 29  # list_peak looks at the first peak_depth + 1 scores
     # Graph expansion
     seeds: int = 1  # top fused chunks expanded

@@ -132,7 +132,7 @@ def test_hybrid_mode_has_no_graph(db):
 # candidate kept, only the seed's place kept.
 PLAIN = dict(
     weights={"graph": 1.0}, seed_sharpness=4.0, bridge_decay=0.8, vector_weight=1.0,
-    peak_boost=0.0, bridge_pool=20, keep_top=1, keep_relevance=1.01,
+    peak_boost=0.0, rrf_k=3, bridge_pool=20, keep_top=1, keep_relevance=1.01,
 )
 
 
@@ -436,16 +436,16 @@ def test_default_fusion_weighs_each_list_by_its_peak(db):
     assert list_peak({1: (0, 4.0), 2: (1, 1.0), 3: (2, 1.0), 4: (3, 1.0)}, 1) == pytest.approx(0.2)
     assert list_peak({1: (0, 4.0)}, 29) == list_peak({1: (0, 2.0), 2: (1, 2.0)}, 29) == 0.0
     weights = {
-        "keyword": 1.0 * (1 + 2.0 * peaks["keyword"]), "vector": 0.6 * (1 + 2.0 * peaks["vector"])
+        "keyword": 1.0 * (1 + peaks["keyword"]), "vector": 0.6 * (1 + peaks["vector"])
     }
     assert result["fusion"] == pytest.approx(weights, abs=1e-5)
     # relevance: each list's weight / (rrf_k + rank), over the score of a chunk first in both
     for chunk in chunks:
         expected = sum(
-            weights[name] / (3 + chunk["signals"][signal]["rank"])
+            weights[name] / (4 + chunk["signals"][signal]["rank"])
             for name, signal in (("keyword", "bm25"), ("vector", "semantic"))
             if signal in chunk["signals"]
-        ) / (sum(weights.values()) / 4)
+        ) / (sum(weights.values()) / 5)
         assert chunk["relevance"] == pytest.approx(expected, abs=1e-5)
         assert chunk["signals"]["relevance"] == chunk["relevance"]
 
