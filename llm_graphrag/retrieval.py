@@ -10,9 +10,13 @@
   (``keyword_weight``, ``vector_weight``) grows with how far its best score stands out
   from its first ``peak_depth`` (``list_peak`` times ``peak_boost``): a list that
   singles a chunk out counts more for that question than one whose scores are flat.
-* ``graph``: ``hybrid``, then expansion from the confident seed chunks to the chunks
-  that complete them, through shared entities (mentions), relations traversed by
-  ``bfsvtab`` (up to ``hops``, filtered by ``rels``) and shared rare terms.
+* ``graph``: ``hybrid``, then expansion from a confident seed (fused relevance at least
+  ``seed_min_relevance``: both searches put it first or nearly) to the chunks that
+  complete it, through rare shared entities (mentions), typed relations traversed by
+  ``bfsvtab`` (up to ``hops``, filtered by ``rels``; ``related_to`` co-occurrence only
+  when ``rels`` names it) and the seed's words the question lacks. The fused ranking's
+  first ``keep_top`` chunks and every chunk of relevance at least ``keep_relevance``
+  keep their places: the graph fills the places below a strong independent match.
 
 Scoring follows seed 004 §14 with weights from config (``weights`` in the
 ``retrieval`` setting, or ``RetrievalOptions.weights``): a chunk's score is
@@ -102,6 +106,8 @@ class RetrievalOptions:
             raise ValueError(f"bridge_via: unknown bridge {sorted(unknown)[0]!r}")
         if self.k < 1:
             raise ValueError("k must be at least 1")
+        if self.keep_top < 0 or self.bridge_pool < 0:
+            raise ValueError("keep_top and bridge_pool must be at least 0")
         if self.bit_candidates < 1:
             raise ValueError("bit_candidates must be at least 1")
         if self.bit_index_min_chunks is not None and self.bit_index_min_chunks < 0:

@@ -273,6 +273,7 @@ def test_no_match_returns_empty_lists(db):
         ({"mode": "magic"}, "mode must be one of bm25, vector, hybrid, graph, not 'magic'"),
         ({"bridge_via": ("entities", "telepathy")}, "bridge_via: unknown bridge 'telepathy'"),
         ({"k": 0}, "k must be at least 1"),
+        ({"keep_top": -1}, "keep_top and bridge_pool must be at least 0"),
     ],
 )
 def test_options_are_checked(kwargs, message):
