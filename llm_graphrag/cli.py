@@ -649,10 +649,11 @@ def extract(database, docs, force, llm_model, workers, as_json):
 @click.option("-k", "ks", multiple=True, type=int, help="Cut-offs (default: 2, 5, 10)")
 @click.option(
     "--split",
-    type=click.Choice(["dev", "heldout", "all"]),
+    type=click.Choice(["dev", "heldout", "all", "dev-even", "dev-odd"]),
     default="all",
     show_default=True,
-    help="Ask only the questions of this split (a question without one is dev)",
+    help="Ask only the questions of this split (a question without one is dev); "
+    "dev-even / dev-odd: the dev questions at even / odd positions in the file",
 )
 @click.option(
     "--store",

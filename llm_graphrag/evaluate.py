@@ -37,7 +37,9 @@ import numpy as np
 from .retrieval import MODES, RetrievalOptions, hybrid_query
 
 DEFAULT_KS = (2, 5, 10)
-SPLITS = ("dev", "heldout", "all")
+SPLITS = ("dev", "heldout", "all", "dev-even", "dev-odd")
+# dev-even / dev-odd: the dev questions at even / odd positions (from 0) of the file, two
+# halves to fit weights on one and check them on the other
 MRR_DEPTH = 10
 PRECISION_DEPTH = 5
 
@@ -222,6 +224,16 @@ def ranking_scores(ranked, gold, results=None):
     return hit, reciprocal, precision
 
 
+def in_split(number, query, split):
+    """Whether the ``number``-th question of a file (from 0) is asked in ``split``."""
+    own = query.get("split", "dev")
+    if split == "all":
+        return True
+    if split in ("dev-even", "dev-odd"):
+        return own == "dev" and number % 2 == (split == "dev-odd")
+    return own == split
+
+
 def run_eval(
     path,
     modes=MODES,
@@ -239,7 +251,7 @@ def run_eval(
     set per run). ``database``: build into this file instead of a temporary one (a corpus
     file) or the cache (a folder file); kept, and reused when run again. ``split``: ask
     only the questions marked ``dev`` or ``heldout`` (a question without one is ``dev``),
-    or ``all``. ``store_db``: a ``sqlite_utils.Database`` or path that receives the run in
+    the dev questions at even or odd positions (``dev-even``, ``dev-odd``), or ``all``. ``store_db``: a ``sqlite_utils.Database`` or path that receives the run in
     tables ``eval_runs``, ``eval_results``, ``eval_rankings`` and ``eval_queries``.
     ``progress(stage, done, total)`` is called as documents are ingested and questions asked.
     """
@@ -257,9 +269,7 @@ def run_eval(
         corpus, queries = load_eval_file(path)
         size = len(corpus)
     numbered = [
-        (number, query)
-        for number, query in enumerate(queries)
-        if split == "all" or query.get("split", "dev") == split
+        (number, query) for number, query in enumerate(queries) if in_split(number, query, split)
     ]
     if not numbered:
         raise EvalFileError(f"{path}: no questions in split {split!r}: use --split all")

@@ -10,9 +10,13 @@
   (``keyword_weight``, ``vector_weight``) grows with how far its best score stands out
   from its first ``peak_depth`` (``list_peak`` times ``peak_boost``): a list that
   singles a chunk out counts more for that question than one whose scores are flat.
-* ``graph``: ``hybrid``, then expansion from the confident seed chunks to the chunks
-  that complete them, through shared entities (mentions), relations traversed by
-  ``bfsvtab`` (up to ``hops``, filtered by ``rels``) and shared rare terms.
+* ``graph``: ``hybrid``, then expansion from a confident seed (fused relevance at least
+  ``seed_min_relevance``: both searches put it first or nearly) to the chunks that
+  complete it, through rare shared entities (mentions), typed relations traversed by
+  ``bfsvtab`` (up to ``hops``, filtered by ``rels``; ``related_to`` co-occurrence only
+  when ``rels`` names it) and the seed's words the question lacks. The fused ranking's
+  first ``keep_top`` chunks and every chunk of relevance at least ``keep_relevance``
+  keep their places: the graph fills the places below a strong independent match.
 
 Scoring follows seed 004 §14 with weights from config (``weights`` in the
 ``retrieval`` setting, or ``RetrievalOptions.weights``): a chunk's score is
@@ -69,16 +73,19 @@ class RetrievalOptions:
     # top ``bit_candidates`` rescored exactly. 800 of 1M: recall@50 1.0 (400: 0.96).
     bit_index_min_chunks: int | None = 100_000
     bit_candidates: int = 800
-    rrf_k: int = 3
+    rrf_k: int = 4
     keyword_weight: float = 1.0  # the BM25 list's weight in the fusion
-    vector_weight: float = 0.8  # the vector list's: the static model is the weaker one
+    vector_weight: float = 0.6  # the vector list's: the static model is the weaker one
     peak_boost: float = 1.0  # a list's weight times 1 + peak_boost * list_peak
     peak_depth: int = 29  # list_peak looks at the first peak_depth + 1 scores
     # Graph expansion
     seeds: int = 1  # top fused chunks expanded
-    seed_sharpness: float = 2.0  # seed confidence = relevance ** sharpness
-    bridge_pool: int = 20  # candidates kept per seed
-    bridge_decay: float = 0.9  # the n-th candidate of a seed counts decay ** n
+    seed_sharpness: float = 4.0  # seed confidence = relevance ** sharpness
+    seed_min_relevance: float = 0.9  # only a seed both searches put (nearly) first expands
+    bridge_pool: int = 3  # candidates kept per seed
+    bridge_decay: float = 0.8  # the n-th candidate of a seed counts decay ** n
+    keep_top: int = 2  # the fused ranking's first chunks keep their places
+    keep_relevance: float = 0.6  # and so does every fused chunk at least this relevant
     bridge_via: tuple = BRIDGES
     fit: dict = field(
         default_factory=lambda: {"bm25": 1.0, "cosine": 3.0, "seed": 1.0, "entities": 0.5}
@@ -99,6 +106,8 @@ class RetrievalOptions:
             raise ValueError(f"bridge_via: unknown bridge {sorted(unknown)[0]!r}")
         if self.k < 1:
             raise ValueError("k must be at least 1")
+        if self.keep_top < 0 or self.bridge_pool < 0:
+            raise ValueError("keep_top and bridge_pool must be at least 0")
         if self.bit_candidates < 1:
             raise ValueError("bit_candidates must be at least 1")
         if self.bit_index_min_chunks is not None and self.bit_index_min_chunks < 0:
@@ -272,11 +281,15 @@ class _Query:
             return
         self.query_entities = self._match_query_entities()
         for seed in seeds:
-            confidence = self.relevance[seed] ** options.seed_sharpness
-            if confidence < 1e-3:
+            if self.relevance[seed] < options.seed_min_relevance:
                 continue
+            confidence = self.relevance[seed] ** options.seed_sharpness
             candidates, term_scores = self._candidates(seed)
             candidates.pop(seed, None)
+            if "related_to" not in (options.rels or ()):
+                # co-occurrence is no specific evidence: only typed relations bridge
+                for chunk_id in [c for c, p in candidates.items() if p.get("rel") == "related_to"]:
+                    del candidates[chunk_id]
             if not candidates:
                 continue
             ranked = self._rank_candidates(seed, candidates, term_scores)[: options.bridge_pool]
@@ -544,8 +557,8 @@ class _Query:
                 + weights["graph"] * self.bridge.get(c, 0.0)
                 for c in set(self.relevance) | set(self.bridge)
             }
-            if weights["graph"]:
-                self._below_seeds(scores)
+            if weights["graph"] and self.paths:
+                self._below_seeds(scores, self._keep_places(scores, weights))
         ranked = sorted(scores, key=lambda c: (-scores[c], c))[: options.k]
         rows = self._chunk_rows(ranked)
         chunks, explanations = [], []
@@ -612,10 +625,30 @@ class _Query:
             }
         return signals
 
-    def _below_seeds(self, scores):
-        """A chunk reached from a seed ranks below that seed, in candidate order."""
+    def _keep_places(self, scores, weights):
+        """The fused ranking's strongest chunks keep their places: its first ``keep_top``
+        and every chunk of relevance at least ``keep_relevance`` score their relevance
+        alone (the graph neither lifts nor displaces an independent match). Returns the
+        lowest of their scores."""
+        options = self.options
+        floor = None
+        for position, chunk_id in enumerate(self.order):
+            if position >= options.keep_top and self.relevance[chunk_id] < options.keep_relevance:
+                break
+            scores[chunk_id] = weights["semantic"] * self.relevance[chunk_id]
+            self.paths.pop(chunk_id, None)
+            self.bridge.pop(chunk_id, None)
+            floor = scores[chunk_id]
+        return floor
+
+    def _below_seeds(self, scores, floor=None):
+        """A chunk reached from a seed ranks below that seed (and below ``floor``), in
+        candidate order."""
         for chunk_id, path in sorted(self.paths.items(), key=lambda item: item[1]["rank"]):
-            ceiling = scores.get(path["seed"], 0.0) - 1e-6 * (path["rank"] + 1)
+            ceiling = scores.get(path["seed"], 0.0)
+            if floor is not None:
+                ceiling = min(ceiling, floor)
+            ceiling -= 1e-6 * (path["rank"] + 1)
             if scores.get(chunk_id, 0.0) > ceiling:
                 scores[chunk_id] = ceiling
 

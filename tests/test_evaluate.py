@@ -11,6 +11,7 @@ from llm_graphrag.evaluate import (
     EvalFileError,
     cache_path,
     format_table,
+    in_split,
     load_eval_file,
     load_folder_file,
     ranking_scores,
@@ -320,6 +321,17 @@ def test_split_and_cache(folder_file, tmp_path, monkeypatch):
     assert held["queries"] == 1 and held["split"] == "heldout"
     assert held["modes"]["bm25"]["ranking"] == {"hit@1": 1.0, "mrr@10": 1.0, "p@5": 1.0}
     assert held["counts"] == dev["counts"]
+    # the dev questions split in two halves by position: 0 and 2 (no split: dev), then 1
+    halves = {
+        split: [n for n, q in enumerate(FOLDER_QUERIES) if in_split(n, q, split)]
+        for split in ("dev-even", "dev-odd", "dev", "heldout", "all")
+    }
+    assert halves == {
+        "dev-even": [0, 2], "dev-odd": [1], "dev": [0, 1, 2], "heldout": [3], "all": [0, 1, 2, 3]
+    }
+    odd = run_eval(folder_file, modes=["bm25"], ks=(1,), split="dev-odd")
+    assert (odd["queries"], odd["split"]) == (1, "dev-odd")
+    assert run_eval(folder_file, modes=["bm25"], ks=(1,), split="dev-even")["queries"] == 2
     # another file list is another database
     assert cache_path(folder, files[:-1]) != cached
 
@@ -382,7 +394,7 @@ def test_cli_folder_file(folder_file, folder_run):
     assert lines[2].split()[:3] == ["vector", "1.000", "1.000"]
     result = runner.invoke(cli, args + ["--split", "nope"])
     assert result.exit_code == 2
-    assert "Invalid value for '--split': 'nope' is not one of 'dev', 'heldout', 'all'." in result.output
+    assert "Invalid value for '--split': 'nope' is not one of 'dev', 'heldout', 'all', 'dev-even', 'dev-odd'." in result.output
 
 
 def test_empty_split(tiny_file):

@@ -112,7 +112,7 @@ def test_cli_json_follows_the_schema(sample_db):
         "sub_queries_completed": 6,
         "sub_queries_failed": 0,
         "sub_queries_timed_out": 0,
-        "unique_memories_found": 22,
+        "unique_memories_found": 21,
         "evidence_chains_found": 10,
     }
     chains = data["evidence_chains"]
@@ -459,8 +459,8 @@ def test_verify_checks_citation_format_and_source_hashes(run_dir, tmp_path):
     assert data == {
         "stage": "verify",
         "status": "completed",
-        "verified_claims_count": 6,  # paragraph 1's source changed, paragraph 3 cites nothing known
-        "single_source_claims_count": 6,
+        "verified_claims_count": 7,  # paragraph 1's source changed, paragraph 3 cites nothing known
+        "single_source_claims_count": 7,
         "conflicts_count": 0,
         "total_paragraphs": 7,
         "paragraph_without_citation_count": 1,

@@ -128,9 +128,11 @@ def test_hybrid_mode_has_no_graph(db):
     assert set(result) == {"chunks", "entities", "edges", "explanations", "mode", "fusion"}
 
 
-# The bridging arithmetic with round numbers: unweighted fusion, full graph weight.
+# The bridging arithmetic with round numbers: unweighted fusion, full graph weight, every
+# candidate kept, only the seed's place kept.
 PLAIN = dict(
-    weights={"graph": 1.0}, seed_sharpness=4.0, bridge_decay=0.8, vector_weight=1.0, peak_boost=0.0
+    weights={"graph": 1.0}, seed_sharpness=4.0, bridge_decay=0.8, vector_weight=1.0,
+    peak_boost=0.0, rrf_k=3, bridge_pool=20, keep_top=1, keep_relevance=1.01,
 )
 
 
@@ -195,6 +197,44 @@ def test_graph_mode_rels_filter_and_hops(db):
     assert ids(no_graph) == ids(hybrid_query(db, QUESTION, RetrievalOptions(k=6, mode="hybrid")))
 
 
+def test_strong_fused_matches_keep_their_places(db):
+    hybrid = ids(hybrid_query(db, QUESTION, RetrievalOptions(k=6, mode="hybrid", **PLAIN)))
+    assert hybrid == [1, 3, 2, 4, 5, 6]
+    # only the seed's place kept: what it reaches through the graph follows it
+    assert ids(hybrid_query(db, QUESTION, RetrievalOptions(k=6, **PLAIN))) == [1, 2, 6, 3, 4, 5]
+    # the first two keep their places: chunk 3 (second in the fusion) is not displaced
+    kept = hybrid_query(db, QUESTION, RetrievalOptions(k=6, **dict(PLAIN, keep_top=2)))
+    assert ids(kept) == [1, 3, 2, 6, 4, 5]
+    # a kept chunk scores its relevance alone, and carries no graph path
+    assert [(c["id"], c["score"], c["hop"]) for c in kept["chunks"][:3]] == [
+        (1, 1.0, 0), (3, 0.733333, 0), (2, 0.733332, 1)
+    ]
+    # so does every chunk at least keep_relevance relevant (3: 0.733, 2: 0.686, 4: 0.619):
+    # chunk 6, which the graph lifted above 3 and 4, now follows them
+    by_relevance = hybrid_query(db, QUESTION, RetrievalOptions(k=6, **dict(PLAIN, keep_relevance=0.6)))
+    assert ids(by_relevance) == [1, 3, 2, 4, 6, 5]
+    assert [c["hop"] for c in by_relevance["chunks"]] == [0, 0, 0, 0, 1, 2]
+
+
+def test_only_a_confident_seed_expands(db):
+    # the seed is first in both lists (relevance 1.0): it expands unless asked for more
+    assert hybrid_query(db, QUESTION, RetrievalOptions(k=6))["chunks"][0]["relevance"] == 1.0
+    doubtful = hybrid_query(db, QUESTION, RetrievalOptions(k=6, seed_min_relevance=1.01))
+    assert ids(doubtful) == ids(hybrid_query(db, QUESTION, RetrievalOptions(k=6, mode="hybrid")))
+    assert doubtful["edges"] == [] and all("graph" not in c["signals"] for c in doubtful["chunks"])
+
+
+def test_cooccurrence_bridges_only_when_asked_for(db):
+    # lake related_to mountain (named in one sentence somewhere): no specific evidence
+    db["relations"].insert({"src_id": 3, "dst_id": 10, "rel": "related_to", "weight": 0.9})
+    options = dict(PLAIN, bridge_via=("relations",))
+    typed = hybrid_query(db, QUESTION, RetrievalOptions(k=6, **options))
+    assert [(c["id"], c["via"]["rel"]) for c in typed["chunks"] if "via" in c] == [(5, "is_a")]
+    asked = hybrid_query(db, QUESTION, RetrievalOptions(k=6, rels=["related_to"], **options))
+    assert [(c["id"], c["via"]["rel"]) for c in asked["chunks"] if "via" in c] == [(6, "related_to")]
+    assert asked["edges"] == [{"src": 3, "dst": 10, "rel": "related_to", "weight": 0.9, "kind": "cooccurrence"}]
+
+
 def test_graph_weight_zero_is_hybrid(db):
     graph = hybrid_query(db, QUESTION, RetrievalOptions(k=6, weights={"graph": 0.0}))
     assert ids(graph) == ids(hybrid_query(db, QUESTION, RetrievalOptions(k=6, mode="hybrid")))
@@ -212,12 +252,12 @@ def test_weights_from_config(db):
 
 def test_k_limits_results(db):
     result = hybrid_query(db, QUESTION, RetrievalOptions(k=2))
-    assert ids(result) == [1, 2]
+    # the fused ranking's first two keep their places: the graph's chunk 2 comes third
+    assert ids(result) == [1, 3]
+    assert ids(hybrid_query(db, QUESTION, RetrievalOptions(k=2, mode="hybrid"))) == [1, 3]
     assert len(result["explanations"]) == 2
-    assert result["edges"] == [
-        {"src": 3, "dst": 1, "rel": "MENTIONED_IN", "kind": "mention"},
-        {"src": 3, "dst": 2, "rel": "MENTIONED_IN", "kind": "mention"},
-    ]
+    assert result["edges"] == []
+    assert ids(hybrid_query(db, QUESTION, RetrievalOptions(k=3))) == [1, 3, 2]
 
 
 def test_no_match_returns_empty_lists(db):
@@ -233,6 +273,7 @@ def test_no_match_returns_empty_lists(db):
         ({"mode": "magic"}, "mode must be one of bm25, vector, hybrid, graph, not 'magic'"),
         ({"bridge_via": ("entities", "telepathy")}, "bridge_via: unknown bridge 'telepathy'"),
         ({"k": 0}, "k must be at least 1"),
+        ({"keep_top": -1}, "keep_top and bridge_pool must be at least 0"),
     ],
 )
 def test_options_are_checked(kwargs, message):
@@ -247,9 +288,9 @@ def test_tool_contract(db):
     tool = TOOLS["hybrid_query"]
     result = tool(db, {"q": QUESTION, "k": 3})
     jsonschema.validate(result, tool.output_schema)
-    # the default graph weight (0.5) lifts chunk 2 (a shared entity) but not chunk 6,
-    # reached through shared terms only, above chunk 3's own relevance
-    assert ids(result) == [1, 2, 3]
+    # chunk 3 keeps its second place (fused top two); the default graph weight (0.5) lifts
+    # chunk 2 (a shared entity) above chunk 4's own relevance, not chunk 6 (shared terms)
+    assert ids(result) == [1, 3, 2]
 
 
 DIM = 256
@@ -395,15 +436,17 @@ def test_default_fusion_weighs_each_list_by_its_peak(db):
     )
     assert list_peak({1: (0, 4.0), 2: (1, 1.0), 3: (2, 1.0), 4: (3, 1.0)}, 1) == pytest.approx(0.2)
     assert list_peak({1: (0, 4.0)}, 29) == list_peak({1: (0, 2.0), 2: (1, 2.0)}, 29) == 0.0
-    weights = {"keyword": 1.0 * (1 + peaks["keyword"]), "vector": 0.8 * (1 + peaks["vector"])}
+    weights = {
+        "keyword": 1.0 * (1 + peaks["keyword"]), "vector": 0.6 * (1 + peaks["vector"])
+    }
     assert result["fusion"] == pytest.approx(weights, abs=1e-5)
     # relevance: each list's weight / (rrf_k + rank), over the score of a chunk first in both
     for chunk in chunks:
         expected = sum(
-            weights[name] / (3 + chunk["signals"][signal]["rank"])
+            weights[name] / (4 + chunk["signals"][signal]["rank"])
             for name, signal in (("keyword", "bm25"), ("vector", "semantic"))
             if signal in chunk["signals"]
-        ) / (sum(weights.values()) / 4)
+        ) / (sum(weights.values()) / 5)
         assert chunk["relevance"] == pytest.approx(expected, abs=1e-5)
         assert chunk["signals"]["relevance"] == chunk["relevance"]
 
