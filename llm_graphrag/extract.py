@@ -143,6 +143,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
             totals, linked_before = _extract(db, pending, settings, progress, workers, found)
         else:
             totals, linked_before = {"relations": 0}, set()
+        absorbing = totals.pop(ABSORBING, [])
         # What the whole corpus decides: generic entities, significant co-occurrence,
         # canonical names (a bulk run refines everything, a small one what it touched:
         # the entities the documents mention, and those they mentioned before).
@@ -160,6 +161,9 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
             again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
             again |= set(no_longer_generic(db))
             again |= set(gazetteer_changed(db, settings, doc_ids))
+            again |= set(absorbing) & {d for (d,) in db.execute(
+                "select id from docs where id in (select value from json_each(?))", [json.dumps(absorbing)]
+            )}
             set_setting(db, AGAIN_SETTING, sorted(again))
     return totals, sorted(again)
 
@@ -315,7 +319,7 @@ def _extract(db, pending, settings, progress, workers, found=None):
             initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
             ahead=EXTRACT_AHEAD, nice=WORKER_NICENESS,
         )
-        touched, linked_before = set(), set()
+        touched, linked_before, created = set(), set(), []
         for doc_id, path, title, content_hash, extracted_before in pending:
             if doc_id in known_before:
                 chunks_of[doc_id] = _chunks(db, doc_id, title, path)
@@ -332,6 +336,7 @@ def _extract(db, pending, settings, progress, workers, found=None):
             )
             batch.add(prepared)
             linked_before.update(prepared.old_counts)
+            created.extend(prepared.created)
             totals["mentions"] += prepared.mention_count
             totals["entities_new"] += len(prepared.created)
             if batch.full():
@@ -339,7 +344,25 @@ def _extract(db, pending, settings, progress, workers, found=None):
                 batch = _Batch()
         touched.update(_flush(db, batch, linker, embedder, known))
     totals["relations"] = len(touched)
+    totals[ABSORBING] = _absorbing(db, linker, created)
     return totals, linked_before
+
+
+ABSORBING = "absorbing"  # ``_extract``'s totals: documents ``_absorbing`` found (``_run`` takes them out)
+
+
+def _absorbing(db, linker, created):
+    """Documents that mention, under a name of its own, an entity that a name this run
+    made would now take (``Linker.absorbed_by``: "Package Index" once "Python Package
+    Index" came): linked again, their mentions go to it, as in a
+    clean ingest where it came first."""
+    absorbed = {other.id for entity in created if linker.entities.get(entity.id) is entity for other in linker.absorbed_by(entity)}
+    if not absorbed:
+        return []
+    return [d for (d,) in db.execute(
+        "select distinct doc_id from mentions where entity_id in (select value from json_each(?)) order by doc_id",
+        [json.dumps(sorted(absorbed))],
+    )]
 
 
 class _ExtractedCache:

@@ -45,13 +45,21 @@ class Entity:
     reembed: bool = False
     vector: object = None
     pending_vector: object = None  # called for the vector while it is computed elsewhere
-    _tokens: tuple = field(default=None, init=False, repr=False)  # (name, its tokens)
+    _tokens: tuple = field(default=None, init=False, repr=False)  # (key, its words)
+
+    @property
+    def key(self):
+        """``entity_key``, computed once (when the entity is indexed): what fuzzy linking
+        compares the entity by, whatever name refinement gives it later."""
+        if self._tokens is None:
+            key = entity_key(self)
+            self._tokens = (key, frozenset(key.split()))
+        return self._tokens[0]
 
     @property
     def tokens(self):
-        """The name's normalized words (computed once per name)."""
-        if self._tokens is None or self._tokens[0] is not self.name:
-            self._tokens = (self.name, frozenset(_tokens(self.name)))
+        """The words of ``key``: what fuzzy candidates are found by."""
+        self.key
         return self._tokens[1]
 
     def add_alias(self, surface):
@@ -127,6 +135,33 @@ def _digits(text):
     return "".join(c for c in text if c.isdigit())
 
 
+def key_text(name):
+    """A name as fuzzy linking compares it: its normalized words (``normalize_tokens``),
+    so "Patch" and "patches", written in either case, are the same text."""
+    return " ".join(_tokens(name))
+
+
+def own_name(entity):
+    """Of the names ``entity`` is known by (its name, its aliases), the first by
+    ``key_text`` whose norm is the entity's own: not a name a near-identical mention
+    linked to it brought (refinement may name the entity so), and the same, written in
+    any case or number, whichever of its mentions came first."""
+    own = [n for n in [entity.name, *entity.aliases] if n and normalize(n) == entity.norm]
+    return min(own, key=lambda n: (key_text(n), n)) if own else entity.name
+
+
+def entity_key(entity):
+    """What fuzzy linking compares an entity by: the ``key_text`` of its ``own_name``."""
+    return key_text(own_name(entity))
+
+
+def fuzzy_order(norm):
+    """Which of two near-identical names a mention of the other may link to: the one
+    first in this order (the longer, the fuller name, then alphabetical), so two names
+    never take each other's mentions, whichever came first."""
+    return -len(norm), norm
+
+
 class Linker:
     """Links mentions to entities, creating new ones below the threshold."""
 
@@ -140,6 +175,7 @@ class Linker:
         self.deletes = {}
         self.by_token = {}
         self.unwritten = {}  # id -> entity whose new vector is not in the database yet
+        self._key_vectors = {}  # key text -> its vector (``fuzzy_score``)
         self._unwritten_rows = None  # (ids, matrix) of their vectors, made on first use
         self.next_id = next_id
         for entity in entities:
@@ -331,6 +367,51 @@ class Linker:
             + WEIGHTS["popularity"] * popularity
         )
 
+    def fuzzy_score(self, mention, entity):
+        """Seed 004 §7's weights over what does not depend on the order mentions came in:
+        0.45 cosine and 0.25 string similarity of the mention's ``key_text`` and the
+        entity's ``entity_key``, 0.15 the type prior (1 for the same type, 0.6 else); the
+        context and popularity terms, which read what the entity gathered so far, count 0."""
+        mine, theirs = key_text(mention.name), entity.key
+        cosine = 0.0
+        if self.embedder is not None:
+            a, b = self._key_vector(mine), self._key_vector(theirs)
+            cosine = max(0.0, float(np.dot(a, b)))
+        type_prior = 1.0 if mention.type == entity.type else 0.6
+        return WEIGHTS["cosine"] * cosine + WEIGHTS["string"] * string_similarity(mine, theirs) + WEIGHTS["type"] * type_prior
+
+    def _key_vector(self, text):
+        vector = self._key_vectors.get(text)
+        if vector is None:
+            vector = self._key_vectors[text] = self.embedder.encode([text])[0]
+        return vector
+
+    def absorbed_by(self, entity):
+        """The entities whose own mentions link to ``entity`` now (``best_fuzzy``):
+        near-identical names after it in ``fuzzy_order``, which came before it did."""
+        near = set()
+        for variant in self._deletions(entity.norm):
+            near.update(self.deletes.get(variant, ()))
+        for token in entity.tokens:
+            near.update(self.by_token.get(token, ()))
+        found = []
+        for other_id in sorted(near):
+            other = self.entities.get(other_id)
+            if other is None or other is entity or fuzzy_order(other.norm) <= fuzzy_order(entity.norm):
+                continue
+            probe = self.probe(other)
+            best = self.best_fuzzy(probe, self.fuzzy_candidates(probe))
+            if best is not None and best[0] is entity:
+                found.append(other)
+        return found
+
+    def probe(self, entity):
+        """A mention of ``entity``'s own name (``own_name``), to link as its mentions would be."""
+        from .extraction import Mention
+
+        name = own_name(entity)
+        return Mention(name, entity.type, None, None, name=name, norm=entity.norm)
+
     def entity_vector(self, entity):
         if entity.vector is None and entity.pending_vector is not None:
             entity.vector, entity.pending_vector = entity.pending_vector(), None
@@ -358,27 +439,39 @@ class Linker:
         if mention.antecedent is not None and mention.antecedent.entity is not None:
             return mention.antecedent.entity, round((mention.antecedent.link_score or 1.0) * 0.8, 4), False
         same_norm = self.by_norm.get(mention.norm)
+        fuzzy = self.fuzzy_candidates(mention)
+        if not fuzzy and not same_norm and mention.type in FUZZY_TYPES and self.vector_search is not None and len(self.entities) <= VECTOR_CANDIDATE_LIMIT:
+            fuzzy = self.vector_candidates(mention, self.mention_vector(mention))
+        best = self.best_fuzzy(mention, fuzzy)
+        if best is not None:
+            best[0].add_alias(mention.surface)
+            return best[0], best[1], False
         if same_norm:
             entity = self._exact(mention, same_norm)
             if entity is not None:
                 return entity, 1.0, False
             return self.create(mention), 1.0, True  # a specific type new to this name
-        vector = None
-        fuzzy = self.fuzzy_candidates(mention)
-        if not fuzzy and mention.type in FUZZY_TYPES and self.vector_search is not None and len(self.entities) <= VECTOR_CANDIDATE_LIMIT:
-            vector = self.mention_vector(mention)
-            fuzzy = self.vector_candidates(mention, vector)
-        if fuzzy:
-            vector = vector if vector is not None else self.mention_vector(mention)
-            scored = sorted(
-                ((self.score(mention, e, vector, context_tokens), e.id, e) for e in fuzzy),
-                key=lambda t: (-t[0], t[1]),
-            )
-            best_score, _, best = scored[0]
-            if best_score >= self.threshold:
-                best.add_alias(mention.surface)
-                return best, round(best_score, 4), False
         return self.create(mention), 1.0, True
+
+    def best_fuzzy(self, mention, candidates):
+        """``(entity, score)``: the candidate a mention links to, or None.
+
+        Only a candidate first in ``fuzzy_order`` ("Python Package Index" for "Package
+        Index") is taken, when ``fuzzy_score`` reaches the threshold,
+        the best score then the first in that order among equals: a function of the two
+        names and types, not of which entity came first or what it gathered meanwhile, so
+        a clean ingest and any other order link alike once every name is in
+        (``extract._absorbing`` finds documents linked before their name's came)."""
+        scored = []
+        for entity in candidates:
+            if fuzzy_order(entity.norm) < fuzzy_order(mention.norm):
+                score = round(self.fuzzy_score(mention, entity), 4)
+                if score >= self.threshold:
+                    scored.append((-score, fuzzy_order(entity.norm), entity.type, entity.id, entity))
+        if not scored:
+            return None
+        best = min(scored)
+        return best[4], -best[0]
 
     def _exact(self, mention, same_norm):
         """The entity of ``same_norm`` (the entities of the mention's norm) a mention
@@ -404,18 +497,17 @@ class Linker:
         return entity
 
     def same_as_candidates(self, entity):
-        """Existing entities a new one probably duplicates: fuzzy match scored ≥ threshold."""
+        """Existing entities a new one probably duplicates: fuzzy match (``fuzzy_score``)
+        at or above the threshold. Those after it in ``fuzzy_order`` are linked to it once
+        their documents are linked again (``extract._absorbing``)."""
         from .extraction import Mention
 
         probe = Mention(entity.name, entity.type, None, None, name=entity.name, norm=entity.norm)
         found = []
-        for other in self.fuzzy_candidates(probe):
-            if other is entity or other.new and other.id > entity.id:
-                continue
-            vector = self.entity_vector(entity)
-            score = self.score(probe, other, vector)
-            if score >= self.threshold:
-                found.append((other, round(score, 4)))
+        for other in sorted(self.fuzzy_candidates(probe), key=lambda e: (fuzzy_order(e.norm), e.type)):
+            score = round(self.fuzzy_score(probe, other), 4)
+            if other is not entity and score >= self.threshold:
+                found.append((other, score))
         return found
 
 
