@@ -579,7 +579,9 @@ def canonical_names(db, embed_related=False):
             tied = sorted(n for n, c in names.items() if c == best)
             # A tie between "Frogs" and "frogs" is a sentence's first word (lowered) against
             # the word: a concept takes the lower case, a name or code the capitals.
-            lower_first = typ in WORD_TYPES
+            types = mention_types.get(entity_id)
+            final = min(types, key=type_order) if types and (typ in GENERIC_TYPES or typ not in types) else typ
+            lower_first = final in WORD_TYPES  # the type it ends with, not the one it came with
             chosen = min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
             seen = surfaces[entity_id]
             known = sorted(seen, key=lambda n: (-seen[n], n))[:MAX_ALIASES]
