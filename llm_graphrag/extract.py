@@ -151,16 +151,19 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
             released = take_deferred(db)  # entities rewritten documents mentioned before
             if bulk:
                 refine_graph(db, settings)
+                orphaned = _orphaned(db)
             else:
                 mentioned = [e for (e,) in db.execute(
                     "select distinct entity_id from mentions where entity_id is not null and "
                     "doc_id in (select value from json_each(?))", [json.dumps(refined)]
                 )]
                 refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before | set(released)))
+                orphaned = _orphaned(db, sorted(set(mentioned) | linked_before | set(released)))
             db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
             again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
             again |= set(no_longer_generic(db))
             again |= set(gazetteer_changed(db, settings, doc_ids))
+            again |= set(orphaned)
             again |= set(absorbing) & {d for (d,) in db.execute(
                 "select id from docs where id in (select value from json_each(?))", [json.dumps(absorbing)]
             )}
@@ -174,7 +177,7 @@ def settle(db, workers=None):
     norms = [n for (n,) in db.execute("select norm from entities group by norm having count(*) > 1")]
     with db.atomic():
         again = set(_misplaced_generic(db, norms=norms)) | set(no_longer_generic(db))
-        again |= set(gazetteer_changed(db, load_settings(db)))
+        again |= set(gazetteer_changed(db, load_settings(db))) | set(_orphaned(db))
         again |= set(get_setting(db, AGAIN_SETTING, []) or [])
         set_setting(db, AGAIN_SETTING, sorted(again))
     _again_rounds(db, sorted(again), load_settings(db), workers)
@@ -299,6 +302,7 @@ def _extract(db, pending, settings, progress, workers, found=None):
     context = ExtractionContext(settings, Gazetteer(gazetteer), embedder)
     context.generic = generic_norms(db)
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
+    linker.own_elsewhere = functools.partial(_own_mentions, db, json.dumps([p[0] for p in pending if p[4]]))
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
     known = _KnownRelations(db)
@@ -351,12 +355,54 @@ def _extract(db, pending, settings, progress, workers, found=None):
 ABSORBING = "absorbing"  # ``_extract``'s totals: documents ``_absorbing`` found (``_run`` takes them out)
 
 
+def _own_mentions(db, relinked, entity):
+    """Whether documents other than ``relinked`` (JSON ids: those a run links again)
+    hold mentions of ``entity`` under its own norm (``Linker.is_root``)."""
+    return db.execute(
+        "select 1 from mentions where entity_id = ? and json_extract(meta, '$.norm') = ? "
+        "and doc_id not in (select value from json_each(?)) limit 1",
+        [entity.id, entity.norm, relinked],
+    ).fetchone() is not None
+
+
+def _orphaned(db, entity_ids=None):
+    """Documents that mention an entity none of whose mentions is of its own norm (its
+    own went, with a document or to a fuller name): only near-identical names linked to
+    it, which a clean ingest, with no such entity, links otherwise. ``entity_ids``: only
+    those entities (default: every entity a mention links to by a near-identical name,
+    its link score below 1)."""
+    if entity_ids is None:
+        entity_ids = [e for (e,) in db.execute(
+            "select distinct entity_id from mentions where link_score < 1 and features not like '%\"coref\": true%'"
+        )]
+    orphans = [e for (e,) in db.execute(
+        "select e.id from entities e where e.id in (select value from json_each(?)) and not exists "
+        "(select 1 from mentions m where m.entity_id = e.id and json_extract(m.meta, '$.norm') = e.norm)",
+        [json.dumps(sorted(entity_ids))],
+    )]
+    if not orphans:
+        return []
+    return [d for (d,) in db.execute(
+        "select distinct doc_id from mentions where entity_id in (select value from json_each(?)) order by doc_id",
+        [json.dumps(orphans)],
+    )]
+
+
 def _absorbing(db, linker, created):
-    """Documents that mention, under a name of its own, an entity that a name this run
-    made would now take (``Linker.absorbed_by``: "Package Index" once "Python Package
-    Index" came): linked again, their mentions go to it, as in a
-    clean ingest where it came first."""
-    absorbed = {other.id for entity in created if linker.entities.get(entity.id) is entity for other in linker.absorbed_by(entity)}
+    """Documents that mention, under a name of its own, an entity that a near-identical
+    name would now take (``Linker.best_fuzzy``): one this run made or gave mentions of its
+    own to ("Package Index" once "Python Package Index" came), or one this run made that
+    an older name takes. Linked again, their mentions go to it, as in a clean ingest
+    where every name is in when they are linked."""
+    absorbed = set()
+    rooted = [linker.entities.get(i) for i in sorted(linker.unrooted)]
+    for entity in [e for e in created if linker.entities.get(e.id) is e] + [e for e in rooted if e is not None]:
+        if not linker.is_root(entity):
+            continue
+        absorbed.update(other.id for other in linker.absorbed_by(entity))
+        probe = linker.probe(entity)
+        if linker.best_fuzzy(probe, linker.fuzzy_candidates(probe)) is not None:
+            absorbed.add(entity.id)
     if not absorbed:
         return []
     return [d for (d,) in db.execute(
@@ -436,7 +482,6 @@ def _flush(db, batch, linker, embedder, known):
         for prepared in batch.documents:
             for entity in prepared.changed:
                 entity.new = entity.changed = entity.reembed = False
-    linker.vectors_written()
     return relation_ids
 
 
@@ -774,8 +819,6 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     changed = sorted(set(created) | {m.entity for m in linked if m.entity.changed}, key=lambda e: e.id)
     reembed = [e for e in changed if e.new or e.reembed]
     entity_vectors = embed.submit(_encode, [entity_text(e) for e in reembed]) if reembed else None
-    for row, entity in enumerate(reembed):
-        linker.vector_pending(entity, functools.partial(_vector_row, entity_vectors, row))
     keys = sorted(relations)
     # Only a relation that is new gets a fact vector: skip those already stored or embedded
     # earlier in the batch (one that turns out new after all is embedded inside the

@@ -194,9 +194,8 @@ def test_entity_text():
     assert entity_text(Entity(1, "name", "Basin", "basin")) == "Basin"
 
 
-def test_from_db_loads_entities_and_vectors(tmp_path):
+def test_from_db_loads_the_active_entities(tmp_path):
     from llm_graphrag.db import open_database
-    from llm_graphrag.embeddings import write_embeddings
 
     db = open_database(tmp_path / "graphrag.db")
     with db.atomic():
@@ -206,49 +205,8 @@ def test_from_db_loads_entities_and_vectors(tmp_path):
                 {"id": 9, "type": "code", "name": "riffle", "norm": "riffle", "aliases": "[]", "popularity": 0, "meta": None, "status": "merged"},
             ]
         )
-        write_embeddings(db, "entities", [4], np.array([[0.6, 0.8] + [0.0] * 254], dtype=np.float32))
     linker = Linker.from_db(db)
     assert [(e.id, e.name, e.aliases, e.popularity, e.defined) for e in linker.entities.values()] == [
         (4, "Basin", ["Basin"], 2, True)
     ]
     assert linker.next_id == 10
-    assert linker.entity_vector(linker.entities[4])[:3].tolist() == pytest.approx([0.6, 0.8, 0.0])
-
-
-def test_vector_candidates():
-    embedder = FakeEmbedder({"*": [1.0, 0.0], "PyPI the package index": [0.8, 0.6]})
-    old = Entity(1, "name", "Python Package Index", "pythonpackageindex", popularity=100)
-    searched = []
-
-    def search(vector, k):
-        searched.append((list(vector), k))
-        return [(1, 0.96), (2, 0.5)]
-
-    linker = Linker([old], embedder=embedder, next_id=3, vector_search=search)
-    m = mention("PyPI", snippet="the package index")
-    assert linker.vector_candidates(m, np.array([0.8, 0.6])) == [old]
-    # Vector candidates are scored like any other: string similarity keeps this one apart.
-    entity, score, created = linker.link(m)
-    assert (entity.id, created) == (3, True)
-    assert searched[-1] == ([pytest.approx(0.8), pytest.approx(0.6)], 3)
-
-
-def test_vector_candidates_include_vectors_not_written_yet():
-    embedder = FakeEmbedder({"*": [1.0, 0.0]})
-    stored = []  # what the database's vector search sees
-    linker = Linker(embedder=embedder, vector_search=lambda vector, k: stored[:k])
-    index = linker.create(mention("Python Package Index"))
-    other = linker.create(mention("Cheese Shop"))
-    linker.vector_pending(index, lambda: np.array([0.8, 0.6], dtype=np.float32))
-    linker.vector_pending(other, lambda: np.array([0.0, 1.0], dtype=np.float32))
-    probe = mention("PyPI")
-    assert linker.vector_candidates(probe, np.array([0.8, 0.6], dtype=np.float32)) == [index]
-    # A new vector (the description changed) replaces the one computed before.
-    linker.vector_pending(index, lambda: np.array([0.0, 1.0], dtype=np.float32))
-    assert linker.vector_candidates(probe, np.array([0.8, 0.6], dtype=np.float32)) == []
-    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == [index, other]
-    # Once written, the database's search finds them instead.
-    linker.vectors_written()
-    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == []
-    stored.append((other.id, 0.99))
-    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == [other]
