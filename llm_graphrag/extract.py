@@ -356,13 +356,15 @@ ABSORBING = "absorbing"  # ``_extract``'s totals: documents ``_absorbing`` found
 
 
 def _own_mentions(db, relinked, entity):
-    """Whether documents other than ``relinked`` (JSON ids: those a run links again)
-    hold mentions of ``entity`` under its own norm (``Linker.is_root``)."""
-    return db.execute(
-        "select 1 from mentions where entity_id = ? and json_extract(meta, '$.norm') = ? "
-        "and doc_id not in (select value from json_each(?)) limit 1",
-        [entity.id, entity.norm, relinked],
-    ).fetchone() is not None
+    """Where the database holds mentions of ``entity`` under its own norm (``Linker.is_root``):
+    ``"elsewhere"`` (in documents other than ``relinked``, the JSON ids of those a run links
+    again), ``"relinked"`` (only in those) or None."""
+    (inside,) = db.execute(
+        "select min(doc_id in (select value from json_each(?))) from mentions "
+        "where entity_id = ? and json_extract(meta, '$.norm') = ?",
+        [relinked, entity.id, entity.norm],
+    ).fetchone()
+    return None if inside is None else "relinked" if inside else "elsewhere"
 
 
 def _orphaned(db, entity_ids=None):

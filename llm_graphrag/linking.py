@@ -176,7 +176,7 @@ class Linker:
         self.deletes = {}
         self.by_token = {}
         self._key_vectors = {}  # key text -> its vector (``fuzzy_score``)
-        self.own_elsewhere = None  # entity -> whether the database holds mentions of its own norm
+        self.own_elsewhere = None  # entity -> where the database holds mentions of its own norm
         self._rooted = {}  # entity id -> own_elsewhere's answer
         self.unrooted = set()  # ids of entities found not to be roots (``is_root``) in this run
         self.next_id = next_id
@@ -303,14 +303,22 @@ class Linker:
 
     def is_root(self, entity):
         """Whether ``entity`` has mentions of its own name (its norm): linked in this run,
-        or stored in documents not linked again in it (``own_elsewhere(entity)``, when the
-        linker reads a database). An entity left with only the mentions near-identical
-        names brought takes no more (``extract._orphaned`` has them linked again)."""
+        stored in documents this run does not link again, or stored only in documents it
+        links again and not taken by a fuller name when they are (``own_elsewhere(entity)``
+        tells which, when the linker reads a database: ``"elsewhere"``, ``"relinked"`` or
+        None). An entity left with only the mentions near-identical names brought takes
+        no more (``extract._orphaned`` has them linked again)."""
         if entity.own > 0 or self.own_elsewhere is None:
             return True
         rooted = self._rooted.get(entity.id)
         if rooted is None:
-            rooted = self._rooted[entity.id] = not entity.new and bool(self.own_elsewhere(entity))
+            where = None if entity.new else self.own_elsewhere(entity)
+            rooted = where == "elsewhere"
+            if where == "relinked":
+                # Only fuller names are candidates of this probe: no cycle.
+                probe = self.probe(entity)
+                rooted = self.best_fuzzy(probe, self.fuzzy_candidates(probe)) is None
+            self._rooted[entity.id] = rooted
         if not rooted:
             self.unrooted.add(entity.id)
         return rooted
