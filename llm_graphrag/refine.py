@@ -134,12 +134,15 @@ def generic_entity_ids(db, with_heads=False):
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
     words = stop_words()
     found, all_heads = [], []
-    for entity_id, typ, name, norm, df, mentions, heads, word in db.execute(
+    for entity_id, typ, name, norm, df, mentions, heads, word, short in db.execute(
         """
         select e.id, e.type, e.name, e.norm, count(distinct m.doc_id), count(m.id),
           sum(m.features like '%"head": true%'),
           min(case when m.type in ('concept', 'term') and m.surface = lower(m.surface)
-                and m.features not like '%"coref": true%' then m.surface end)
+                and m.features not like '%"coref": true%' then m.surface end),
+          max(case when length(json_extract(m.meta, '$.name')) <= 2
+                and json_extract(m.meta, '$.name') != lower(json_extract(m.meta, '$.name'))
+                then json_extract(m.meta, '$.name') end)
         from entities e join mentions m on m.entity_id = e.id
         where e.status = 'active' and instr(e.name, ' ') = 0
           and e.id in (select entity_id from temp.refine_scope)
@@ -151,7 +154,10 @@ def generic_entity_ids(db, with_heads=False):
         if heads == mentions:
             found.append(entity_id)
             all_heads.append(entity_id)
-        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()) and not _short_name(name):
+        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()) and not (
+            _short_name(name) or short and _short_name(short)
+        ):
+            # (the name its mentions give it, "C", not only the one its first gave it, "-c")
             # a concept is generic if any form of it is a stop word ("includ" of "including"),
             # whichever form names it now: no_longer_generic reads only the norm
             found.append(entity_id)
@@ -531,7 +537,7 @@ def canonical_names(db, embed_related=False):
     many entities were renamed.
 
     The name is the most frequent surface name over mentions with a span (pronouns that
-    stand for the entity and titles do not count); ties prefer lower case for a concept or
+    stand for the entity and titles do not count, unless only titles name it); ties prefer lower case for a concept or
     term (capitals for a name or code), then the first in sorted order. Aliases are the
     names and surfaces of those mentions, most frequent first. The description is the best
     candidate sentence a document offered (``extract._description_candidate``: from the
@@ -541,14 +547,19 @@ def canonical_names(db, embed_related=False):
     """
     counts = defaultdict(Counter)
     surfaces = defaultdict(Counter)
-    for entity_id, name, surface, n in db.execute(
+    titled = defaultdict(Counter)  # the same, of mentions with no span (a title's subject)
+    for entity_id, name, surface, n, spanned in db.execute(
         """
-        select entity_id, json_extract(meta, '$.name'), surface, count(*) from mentions
-        where entity_id in (select entity_id from temp.refine_scope) and span_start is not null
+        select entity_id, json_extract(meta, '$.name'), surface, count(*), span_start is not null from mentions
+        where entity_id in (select entity_id from temp.refine_scope)
           and features not like '%"coref": true%'
-        group by entity_id, json_extract(meta, '$.name'), surface
+        group by entity_id, json_extract(meta, '$.name'), surface, span_start is not null
         """
     ):
+        if not spanned:
+            if name:
+                titled[entity_id][name] += n
+            continue
         if name:
             counts[entity_id][name] += n
             surfaces[entity_id][name] += n
@@ -572,7 +583,8 @@ def canonical_names(db, embed_related=False):
         "select id, type, name, aliases, description, meta from entities "
         "where id in (select entity_id from temp.refine_scope)"
     ).fetchall():
-        names = counts.get(entity_id)
+        # Titles name an entity no sentence mentions: not the name its first mention gave it.
+        names = counts.get(entity_id) or titled.get(entity_id)
         chosen, known = name, json.loads(aliases or "[]")
         if names:
             best = max(names.values())
@@ -583,7 +595,7 @@ def canonical_names(db, embed_related=False):
             final = min(types, key=type_order) if types and (typ in GENERIC_TYPES or typ not in types) else typ
             lower_first = final in WORD_TYPES  # the type it ends with, not the one it came with
             chosen = min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
-            seen = surfaces[entity_id]
+            seen = surfaces[entity_id] or names
             known = sorted(seen, key=lambda n: (-seen[n], n))[:MAX_ALIASES]
         text, flags = described.get(entity_id, (description, None))
         values = json.loads(meta) if meta else {}
