@@ -69,3 +69,62 @@ def test_every_order_equals_a_clean_ingest(orders, order):
     assert_consistent(dbs[order])
     whole, other = snapshot(dbs["all at once"]), snapshot(dbs[order])
     assert {t for t in ORDER_FREE + LINKED if whole[t] != other[t]} == set()
+
+
+def test_a_fuller_name_gone_gives_the_shorter_its_own_entity(orders, tmp_path):
+    """"Python/C API" links to "Python's C API" while c-api_stable.rst.txt names it;
+    once that page is deleted and pruned, it has an entity of its own, as a clean ingest
+    of the pages left gives."""
+    _, folder = orders
+    kb = tmp_path / "kb"
+    shutil.copytree(folder, kb)
+    db = open_database(tmp_path / "pruned.db")
+    ingest_docs(db, [str(kb)], workers=0)
+    (kb / "c-api_stable.rst.txt").unlink()
+    assert ingest_docs(db, [str(kb)], prune=True, workers=0).pruned == 1
+    assert db.execute(
+        "select e.name, e.norm, m.link_score from mentions m join entities e on e.id = m.entity_id "
+        "where m.surface = 'Python/C API'"
+    ).fetchall() == [("Python/C API", "pythoncapi", 1.0)]
+    clean = open_database(tmp_path / "clean.db")
+    ingest_docs(clean, [str(kb)], workers=0)
+    assert_consistent(db)
+    whole, other = snapshot(clean), snapshot(db)
+    assert {t for t in ORDER_FREE + LINKED if whole[t] != other[t]} == set()
+
+
+def test_an_entity_left_with_only_near_identical_names_goes(tmp_path):
+    """"Tidewater Harbour Authority" links to "the Tidewater Harbour Authority", the
+    fuller name of a-notes.md; pruned, that page leaves the entity with one mention, of
+    the shorter name (the gazetteer is the same: no page is linked again for it), which
+    is linked again to an entity of its own (``extract._orphaned``), as a clean ingest of
+    b-boats.md alone gives."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a-notes.md").write_text(
+        "# Harbour notes\n\nThe ships report to the Tidewater Harbour Authority every morning. "
+        "The Tidewater Harbour Authority keeps the tide tables.\n"
+    )
+    (kb / "b-boats.md").write_text("# Boats\n\nBoats moor where Tidewater Harbour Authority allows.\n")
+    db = open_database(tmp_path / "pruned.db")
+    ingest_docs(db, [str(kb)], workers=0)
+    links = lambda: db.execute(  # noqa: E731
+        "select substr(d.path, ?), m.surface, e.norm, m.link_score from mentions m join entities e on e.id = m.entity_id "
+        "join docs d on d.id = m.doc_id where m.surface like '%Tidewater%' order by 1, m.span_start",
+        [len(str(kb)) + 2],
+    ).fetchall()
+    assert links() == [
+        ("a-notes.md", "the Tidewater Harbour Authority", "thetidewaterharbourauthority", 1.0),
+        ("a-notes.md", "Tidewater Harbour Authority", "thetidewaterharbourauthority", 0.8182),
+        ("a-notes.md", "The Tidewater Harbour Authority", "thetidewaterharbourauthority", 1.0),
+        ("a-notes.md", "Tidewater Harbour Authority", "thetidewaterharbourauthority", 0.8182),
+        ("b-boats.md", "Tidewater Harbour Authority", "thetidewaterharbourauthority", 0.8182),
+    ]
+    (kb / "a-notes.md").unlink()
+    assert ingest_docs(db, [str(kb)], prune=True, workers=0).pruned == 1
+    assert links() == [("b-boats.md", "Tidewater Harbour Authority", "tidewaterharbourauthority", 1.0)]
+    clean = open_database(tmp_path / "clean.db")
+    ingest_docs(clean, [str(kb)], workers=0)
+    assert_consistent(db)
+    whole, other = snapshot(clean), snapshot(db)
+    assert {t for t in ORDER_FREE + LINKED if whole[t] != other[t]} == set()
