@@ -548,14 +548,19 @@ def canonical_names(db, embed_related=False):
     counts = defaultdict(Counter)
     surfaces = defaultdict(Counter)
     titled = defaultdict(Counter)  # the same, of mentions with no span (a title's subject)
-    for entity_id, name, surface, n, spanned in db.execute(
+    own = defaultdict(Counter)  # (spanned, name) of mentions of the entity's own norm
+    for entity_id, name, surface, n, spanned, of_own in db.execute(
         """
-        select entity_id, json_extract(meta, '$.name'), surface, count(*), span_start is not null from mentions
-        where entity_id in (select entity_id from temp.refine_scope)
-          and features not like '%"coref": true%'
-        group by entity_id, json_extract(meta, '$.name'), surface, span_start is not null
+        select m.entity_id, json_extract(m.meta, '$.name'), m.surface, count(*), m.span_start is not null,
+          json_extract(m.meta, '$.norm') = e.norm
+        from mentions m join entities e on e.id = m.entity_id
+        where m.entity_id in (select entity_id from temp.refine_scope)
+          and m.features not like '%"coref": true%'
+        group by 1, 2, 3, 5, 6
         """
     ):
+        if name and of_own:
+            own[entity_id][(spanned, name)] += n
         if not spanned:
             if name:
                 titled[entity_id][name] += n
@@ -584,7 +589,15 @@ def canonical_names(db, embed_related=False):
         "where id in (select entity_id from temp.refine_scope)"
     ).fetchall():
         # Titles name an entity no sentence mentions: not the name its first mention gave it.
-        names = counts.get(entity_id) or titled.get(entity_id)
+        # An entity whose own name (its norm) only a title gives is named by the title, not
+        # by a near-identical name linked to it (linking.fuzzy_order): "Multi-Version/
+        # Multi-Cluster PostgreSQL architecture", not the heading "Multi-Version/Multi-
+        # Cluster PostgreSQL".
+        mine = own.get(entity_id)
+        if mine and not any(spanned for spanned, _ in mine):
+            names = Counter({n: c for (_, n), c in mine.items()})
+        else:
+            names = counts.get(entity_id) or titled.get(entity_id)
         chosen, known = name, json.loads(aliases or "[]")
         if names:
             best = max(names.values())
