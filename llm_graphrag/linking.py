@@ -41,16 +41,23 @@ class Entity:
     changed: bool = False
     reembed: bool = False
     own: int = 0  # mentions of its own norm linked to it in this run (``Linker.is_root``)
-    _tokens: tuple = field(default=None, init=False, repr=False)  # (key, its words)
+    _tokens: tuple = field(default=None, init=False, repr=False)  # (key, its words, own name)
 
     @property
     def key(self):
         """``entity_key``, computed once (when the entity is indexed): what fuzzy linking
         compares the entity by, whatever name refinement gives it later."""
         if self._tokens is None:
-            key = entity_key(self)
-            self._tokens = (key, frozenset(key.split()))
+            name = own_name(self)
+            key = key_text(name)
+            self._tokens = (key, frozenset(key.split()), name)
         return self._tokens[0]
+
+    @property
+    def own_name(self):
+        """``own_name``, computed with ``key``."""
+        self.key
+        return self._tokens[2]
 
     @property
     def tokens(self):
@@ -329,8 +336,17 @@ class Linker:
         near = set()
         for variant in self._deletions(entity.norm):
             near.update(self.deletes.get(variant, ()))
+        # Those sharing enough words, counted as ``fuzzy_candidates`` counts them.
+        shared = {}
         for token in entity.tokens:
-            near.update(self.by_token.get(token, ()))
+            ids = self.by_token.get(token, ())
+            if len(ids) <= COMMON_TOKEN_LIMIT:
+                for other_id in ids:
+                    shared[other_id] = shared.get(other_id, 0) + 1
+        for other_id, count in shared.items():
+            other = self.entities.get(other_id)
+            if other is not None and len(other.tokens) > 1 and count / len(other.tokens | entity.tokens) >= JACCARD_MIN:
+                near.add(other_id)
         found = []
         for other_id in sorted(near):
             other = self.entities.get(other_id)
@@ -346,7 +362,7 @@ class Linker:
         """A mention of ``entity``'s own name (``own_name``), to link as its mentions would be."""
         from .extraction import Mention
 
-        name = own_name(entity)
+        name = entity.own_name
         return Mention(name, entity.type, None, None, name=name, norm=entity.norm)
 
     # -- linking --------------------------------------------------------------------------
