@@ -606,11 +606,6 @@ def gazetteer_changed(db, settings, extracted=()):
     return sorted(found - set(extracted))
 
 
-def _context_tokens(chunk):
-    words = re.findall(r"[a-z]{3,}", f"{chunk.title} {chunk.section}".lower())
-    return frozenset(words)
-
-
 # The extraction state of a worker process, set once when it starts.
 _WORKER = {}
 _EMBEDDER = {}  # the model of the process that computes entity and fact vectors
@@ -764,14 +759,13 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     # Link, in text order; the subject first so pronouns can fall back on it.
     created = []
     counts = Counter()
-    context_tokens = [_context_tokens(chunk) for chunk in chunks]
     linked = []
     describes = {}  # entity id -> (rank, index in linked, candidate): the document's best
     for record in extracted.mentions:
         antecedent = record[_ANTECEDENT]
         mention = _Found(record, linked[antecedent] if 0 <= antecedent < len(linked) else None)
         linked.append(mention)
-        entity, score, new = linker.link(mention, context_tokens[record[_CHUNK]])
+        entity, score, new = linker.link(mention)
         mention.entity = entity
         mention.link_score = score
         counts[entity.id] += 1

@@ -45,8 +45,8 @@ class Entity:
 
     @property
     def key(self):
-        """``entity_key``, computed once (when the entity is indexed): what fuzzy linking
-        compares the entity by, whatever name refinement gives it later."""
+        """The ``key_text`` of its ``own_name``, computed once (when the entity is indexed):
+        what fuzzy linking compares the entity by, whatever name refinement gives it later."""
         if self._tokens is None:
             name = own_name(self)
             key = key_text(name)
@@ -158,11 +158,6 @@ def own_name(entity):
     any case or number, whichever of its mentions came first."""
     own = [n for n in [entity.name, *entity.aliases] if n and normalize(n) == entity.norm]
     return min(own, key=lambda n: (key_text(n), n)) if own else entity.name
-
-
-def entity_key(entity):
-    """What fuzzy linking compares an entity by: the ``key_text`` of its ``own_name``."""
-    return key_text(own_name(entity))
 
 
 def fuzzy_order(norm):
@@ -292,7 +287,7 @@ class Linker:
     def fuzzy_score(self, mention, entity):
         """Seed 004 §7's weights over what does not depend on the order mentions came in:
         0.45 cosine and 0.25 string similarity of the mention's ``key_text`` and the
-        entity's ``entity_key``, 0.15 the type prior (1: the types are compatible); the
+        entity's ``key``, 0.15 the type prior (1: the types are compatible); the
         context and popularity terms, which read what the entity gathered so far, count 0."""
         mine, theirs = key_text(mention.name), entity.key
         cosine = 0.0
@@ -367,7 +362,7 @@ class Linker:
 
     # -- linking --------------------------------------------------------------------------
 
-    def link(self, mention, context_tokens=frozenset()):
+    def link(self, mention):
         """Link one mention; returns ``(entity, score, created)``.
 
         A near-identical fuller name takes the mention first (``best_fuzzy``: "Package
@@ -375,8 +370,6 @@ class Linker:
         Otherwise an entity of the same norm is the same entity (seed 003 dedups on
         normalized name and label): which one depends only on the entities of that norm
         (see ``_exact``), not on the order mentions came in; or a new entity is made.
-        ``context_tokens`` (the chunk's title and section words) are not read: they
-        would weigh against a description the entity gathered so far.
         """
         if mention.antecedent is not None and mention.antecedent.entity is not None:
             return mention.antecedent.entity, round((mention.antecedent.link_score or 1.0) * 0.8, 4), False
