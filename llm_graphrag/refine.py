@@ -134,15 +134,12 @@ def generic_entity_ids(db, with_heads=False):
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
     words = stop_words()
     found, all_heads = [], []
-    for entity_id, typ, name, norm, df, mentions, heads, word, short in db.execute(
+    for entity_id, typ, name, norm, df, mentions, heads, word in db.execute(
         """
         select e.id, e.type, e.name, e.norm, count(distinct m.doc_id), count(m.id),
           sum(m.features like '%"head": true%'),
           min(case when m.type in ('concept', 'term') and m.surface = lower(m.surface)
-                and m.features not like '%"coref": true%' then m.surface end),
-          max(case when length(json_extract(m.meta, '$.name')) <= 2
-                and json_extract(m.meta, '$.name') != lower(json_extract(m.meta, '$.name'))
-                then json_extract(m.meta, '$.name') end)
+                and m.features not like '%"coref": true%' then m.surface end)
         from entities e join mentions m on m.entity_id = e.id
         where e.status = 'active' and instr(e.name, ' ') = 0
           and e.id in (select entity_id from temp.refine_scope)
@@ -154,10 +151,7 @@ def generic_entity_ids(db, with_heads=False):
         if heads == mentions:
             found.append(entity_id)
             all_heads.append(entity_id)
-        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()) and not (
-            _short_name(name) or short and _short_name(short)
-        ):
-            # (the name its mentions give it, "C", not only the one its first gave it, "-c")
+        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()) and not _short_name(name):
             # a concept is generic if any form of it is a stop word ("includ" of "including"),
             # whichever form names it now: no_longer_generic reads only the norm
             found.append(entity_id)
