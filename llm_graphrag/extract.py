@@ -143,6 +143,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
             totals, linked_before = _extract(db, pending, settings, progress, workers, found)
         else:
             totals, linked_before = {"relations": 0}, set()
+        absorbing = totals.pop(ABSORBING, [])
         # What the whole corpus decides: generic entities, significant co-occurrence,
         # canonical names (a bulk run refines everything, a small one what it touched:
         # the entities the documents mention, and those they mentioned before).
@@ -150,16 +151,22 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
             released = take_deferred(db)  # entities rewritten documents mentioned before
             if bulk:
                 refine_graph(db, settings)
+                orphaned = _orphaned(db)
             else:
                 mentioned = [e for (e,) in db.execute(
                     "select distinct entity_id from mentions where entity_id is not null and "
                     "doc_id in (select value from json_each(?))", [json.dumps(refined)]
                 )]
                 refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before | set(released)))
+                orphaned = _orphaned(db, sorted(set(mentioned) | linked_before | set(released)))
             db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
             again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
             again |= set(no_longer_generic(db))
             again |= set(gazetteer_changed(db, settings, doc_ids))
+            again |= set(orphaned)
+            again |= set(absorbing) & {d for (d,) in db.execute(
+                "select id from docs where id in (select value from json_each(?))", [json.dumps(absorbing)]
+            )}
             set_setting(db, AGAIN_SETTING, sorted(again))
     return totals, sorted(again)
 
@@ -170,7 +177,7 @@ def settle(db, workers=None):
     norms = [n for (n,) in db.execute("select norm from entities group by norm having count(*) > 1")]
     with db.atomic():
         again = set(_misplaced_generic(db, norms=norms)) | set(no_longer_generic(db))
-        again |= set(gazetteer_changed(db, load_settings(db)))
+        again |= set(gazetteer_changed(db, load_settings(db))) | set(_orphaned(db))
         again |= set(get_setting(db, AGAIN_SETTING, []) or [])
         set_setting(db, AGAIN_SETTING, sorted(again))
     _again_rounds(db, sorted(again), load_settings(db), workers)
@@ -295,6 +302,7 @@ def _extract(db, pending, settings, progress, workers, found=None):
     context = ExtractionContext(settings, Gazetteer(gazetteer), embedder)
     context.generic = generic_norms(db)
     linker = Linker.from_db(db, embedder=embedder, threshold=settings.link_threshold)
+    linker.own_elsewhere = functools.partial(_own_mentions, db, json.dumps([p[0] for p in pending if p[4]]))
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
     known = _KnownRelations(db)
@@ -315,7 +323,7 @@ def _extract(db, pending, settings, progress, workers, found=None):
             initializer=_start_worker, initargs=(context, mention_extractors, relation_extractors),
             ahead=EXTRACT_AHEAD, nice=WORKER_NICENESS,
         )
-        touched, linked_before = set(), set()
+        touched, linked_before, created = set(), set(), []
         for doc_id, path, title, content_hash, extracted_before in pending:
             if doc_id in known_before:
                 chunks_of[doc_id] = _chunks(db, doc_id, title, path)
@@ -332,6 +340,7 @@ def _extract(db, pending, settings, progress, workers, found=None):
             )
             batch.add(prepared)
             linked_before.update(prepared.old_counts)
+            created.extend(prepared.created)
             totals["mentions"] += prepared.mention_count
             totals["entities_new"] += len(prepared.created)
             if batch.full():
@@ -339,7 +348,69 @@ def _extract(db, pending, settings, progress, workers, found=None):
                 batch = _Batch()
         touched.update(_flush(db, batch, linker, embedder, known))
     totals["relations"] = len(touched)
+    totals[ABSORBING] = _absorbing(db, linker, created)
     return totals, linked_before
+
+
+ABSORBING = "absorbing"  # ``_extract``'s totals: documents ``_absorbing`` found (``_run`` takes them out)
+
+
+def _own_mentions(db, relinked, entity):
+    """Where the database holds mentions of ``entity`` under its own norm (``Linker.is_root``):
+    ``"elsewhere"`` (in documents other than ``relinked``, the JSON ids of those a run links
+    again), ``"relinked"`` (only in those) or None."""
+    (inside,) = db.execute(
+        "select min(doc_id in (select value from json_each(?))) from mentions "
+        "where entity_id = ? and json_extract(meta, '$.norm') = ?",
+        [relinked, entity.id, entity.norm],
+    ).fetchone()
+    return None if inside is None else "relinked" if inside else "elsewhere"
+
+
+def _orphaned(db, entity_ids=None):
+    """Documents that mention an entity none of whose mentions is of its own norm (its
+    own went, with a document or to a fuller name): only near-identical names linked to
+    it, which a clean ingest, with no such entity, links otherwise. ``entity_ids``: only
+    those entities (default: every entity a mention links to by a near-identical name,
+    its link score below 1)."""
+    if entity_ids is None:
+        entity_ids = [e for (e,) in db.execute(
+            "select distinct entity_id from mentions where link_score < 1 and features not like '%\"coref\": true%'"
+        )]
+    orphans = [e for (e,) in db.execute(
+        "select e.id from entities e where e.id in (select value from json_each(?)) and not exists "
+        "(select 1 from mentions m where m.entity_id = e.id and json_extract(m.meta, '$.norm') = e.norm)",
+        [json.dumps(sorted(entity_ids))],
+    )]
+    if not orphans:
+        return []
+    return [d for (d,) in db.execute(
+        "select distinct doc_id from mentions where entity_id in (select value from json_each(?)) order by doc_id",
+        [json.dumps(orphans)],
+    )]
+
+
+def _absorbing(db, linker, created):
+    """Documents that mention, under a name of its own, an entity that a near-identical
+    name would now take (``Linker.best_fuzzy``): one this run made or gave mentions of its
+    own to ("Package Index" once "Python Package Index" came), or one this run made that
+    an older name takes. Linked again, their mentions go to it, as in a clean ingest
+    where every name is in when they are linked."""
+    absorbed = set()
+    rooted = [linker.entities.get(i) for i in sorted(linker.unrooted)]
+    for entity in [e for e in created if linker.entities.get(e.id) is e] + [e for e in rooted if e is not None]:
+        if not linker.is_root(entity):
+            continue
+        absorbed.update(other.id for other in linker.absorbed_by(entity))
+        probe = linker.probe(entity)
+        if linker.best_fuzzy(probe, linker.fuzzy_candidates(probe)) is not None:
+            absorbed.add(entity.id)
+    if not absorbed:
+        return []
+    return [d for (d,) in db.execute(
+        "select distinct doc_id from mentions where entity_id in (select value from json_each(?)) order by doc_id",
+        [json.dumps(sorted(absorbed))],
+    )]
 
 
 class _ExtractedCache:
@@ -413,7 +484,6 @@ def _flush(db, batch, linker, embedder, known):
         for prepared in batch.documents:
             for entity in prepared.changed:
                 entity.new = entity.changed = entity.reembed = False
-    linker.vectors_written()
     return relation_ids
 
 
@@ -534,11 +604,6 @@ def gazetteer_changed(db, settings, extracted=()):
             [phrase],
         ))
     return sorted(found - set(extracted))
-
-
-def _context_tokens(chunk):
-    words = re.findall(r"[a-z]{3,}", f"{chunk.title} {chunk.section}".lower())
-    return frozenset(words)
 
 
 # The extraction state of a worker process, set once when it starts.
@@ -694,14 +759,13 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     # Link, in text order; the subject first so pronouns can fall back on it.
     created = []
     counts = Counter()
-    context_tokens = [_context_tokens(chunk) for chunk in chunks]
     linked = []
     describes = {}  # entity id -> (rank, index in linked, candidate): the document's best
     for record in extracted.mentions:
         antecedent = record[_ANTECEDENT]
         mention = _Found(record, linked[antecedent] if 0 <= antecedent < len(linked) else None)
         linked.append(mention)
-        entity, score, new = linker.link(mention, context_tokens[record[_CHUNK]])
+        entity, score, new = linker.link(mention)
         mention.entity = entity
         mention.link_score = score
         counts[entity.id] += 1
@@ -751,8 +815,6 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     changed = sorted(set(created) | {m.entity for m in linked if m.entity.changed}, key=lambda e: e.id)
     reembed = [e for e in changed if e.new or e.reembed]
     entity_vectors = embed.submit(_encode, [entity_text(e) for e in reembed]) if reembed else None
-    for row, entity in enumerate(reembed):
-        linker.vector_pending(entity, functools.partial(_vector_row, entity_vectors, row))
     keys = sorted(relations)
     # Only a relation that is new gets a fact vector: skip those already stored or embedded
     # earlier in the batch (one that turns out new after all is embedded inside the

@@ -1,14 +1,15 @@
 """Entity linking (seed 004 §7): blocking on ``norm``, fuzzy candidates, a weighted score.
 
 The ``Linker`` holds every entity's norm, type and aliases in memory for one run, so
-candidate lookups are dictionary and set operations; vectors are fetched only when a
-score needs them.
+candidate lookups are dictionary and set operations. Which near-identical name a mention
+links to is a function of the two names (``Linker.best_fuzzy``), so that the graph does not
+depend on the order documents came in; vector candidates (an entity's vector, name and
+description, near the mention's) are not looked for: that vector changes as mentions come.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,10 +21,6 @@ WEIGHTS = {"cosine": 0.45, "string": 0.25, "type": 0.15, "context": 0.10, "popul
 DEFAULT_THRESHOLD = 0.72
 JACCARD_MIN = 0.6
 COMMON_TOKEN_LIMIT = 200
-VECTOR_MIN = 0.85  # seed 004 τ1: cosine for a vector candidate
-# Vector candidates need a brute-force search of entity_vec: done only while the graph is
-# small, where a missed synonym costs most; large corpora rely on the string candidates.
-VECTOR_CANDIDATE_LIMIT = 5_000
 
 
 @dataclass(eq=False)
@@ -43,15 +40,29 @@ class Entity:
     new: bool = False
     changed: bool = False
     reembed: bool = False
-    vector: object = None
-    pending_vector: object = None  # called for the vector while it is computed elsewhere
-    _tokens: tuple = field(default=None, init=False, repr=False)  # (name, its tokens)
+    own: int = 0  # mentions of its own norm linked to it in this run (``Linker.is_root``)
+    _tokens: tuple = field(default=None, init=False, repr=False)  # (key, its words, own name)
+
+    @property
+    def key(self):
+        """The ``key_text`` of its ``own_name``, computed once (when the entity is indexed):
+        what fuzzy linking compares the entity by, whatever name refinement gives it later."""
+        if self._tokens is None:
+            name = own_name(self)
+            key = key_text(name)
+            self._tokens = (key, frozenset(key.split()), name)
+        return self._tokens[0]
+
+    @property
+    def own_name(self):
+        """``own_name``, computed with ``key``."""
+        self.key
+        return self._tokens[2]
 
     @property
     def tokens(self):
-        """The name's normalized words (computed once per name)."""
-        if self._tokens is None or self._tokens[0] is not self.name:
-            self._tokens = (self.name, frozenset(_tokens(self.name)))
+        """The words of ``key``: what fuzzy candidates are found by."""
+        self.key
         return self._tokens[1]
 
     def add_alias(self, surface):
@@ -73,6 +84,13 @@ def type_order(entity_type):
     """Where a type stands when a generic mention could link to entities of several:
     highest ``TYPE_PRIORITY`` first, then by name."""
     return -TYPE_PRIORITY.get(entity_type, 0), entity_type
+
+
+def fuzzy_compatible(mention_type, entity_type):
+    """Whether a mention may link to a near-identical name of an entity of this type: both
+    names (or one a generic word), whatever named-entity type either was given, since
+    that type may change as mentions come (a name seen as an organisation later)."""
+    return mention_type in FUZZY_TYPES and entity_type in FUZZY_TYPES | GENERIC_TYPES
 
 
 def compatible(mention_type, entity_type):
@@ -127,20 +145,42 @@ def _digits(text):
     return "".join(c for c in text if c.isdigit())
 
 
+def key_text(name):
+    """A name as fuzzy linking compares it: its normalized words (``normalize_tokens``),
+    so "Patch" and "patches", written in either case, are the same text."""
+    return " ".join(_tokens(name))
+
+
+def own_name(entity):
+    """Of the names ``entity`` is known by (its name, its aliases), the first by
+    ``key_text`` whose norm is the entity's own: not a name a near-identical mention
+    linked to it brought (refinement may name the entity so), and the same, written in
+    any case or number, whichever of its mentions came first."""
+    own = [n for n in [entity.name, *entity.aliases] if n and normalize(n) == entity.norm]
+    return min(own, key=lambda n: (key_text(n), n)) if own else entity.name
+
+
+def fuzzy_order(norm):
+    """Which of two near-identical names a mention of the other may link to: the one
+    first in this order (the longer, the fuller name, then alphabetical), so two names
+    never take each other's mentions, whichever came first."""
+    return -len(norm), norm
+
+
 class Linker:
     """Links mentions to entities, creating new ones below the threshold."""
 
-    def __init__(self, entities=(), *, embedder=None, threshold=DEFAULT_THRESHOLD, next_id=1, vector_loader=None, vector_search=None):
+    def __init__(self, entities=(), *, embedder=None, threshold=DEFAULT_THRESHOLD, next_id=1):
         self.embedder = embedder
         self.threshold = threshold
-        self.vector_loader = vector_loader
-        self.vector_search = vector_search
         self.entities = {}
         self.by_norm = {}
         self.deletes = {}
         self.by_token = {}
-        self.unwritten = {}  # id -> entity whose new vector is not in the database yet
-        self._unwritten_rows = None  # (ids, matrix) of their vectors, made on first use
+        self._key_vectors = {}  # key text -> its vector (``fuzzy_score``)
+        self.own_elsewhere = None  # entity -> where the database holds mentions of its own norm
+        self._rooted = {}  # entity id -> own_elsewhere's answer
+        self.unrooted = set()  # ids of entities found not to be roots (``is_root``) in this run
         self.next_id = next_id
         for entity in entities:
             self._index(entity)
@@ -164,28 +204,7 @@ class Linker:
                 )
             )
         max_id = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
-        collection = db.execute("select id from collections where name = 'entities'").fetchone()
-
-        def load_vector(entity_id):
-            if collection is None:
-                return None
-            row = db.execute(
-                "select embedding from embeddings where collection_id = ? and id = ?",
-                [collection[0], str(entity_id)],
-            ).fetchone()
-            return np.frombuffer(row[0], dtype="<f4") if row else None
-
-        def search(vector, k):
-            rows = db.execute(
-                "select entity_id, distance from entity_vec where embedding match ? and k = ?",
-                [np.asarray(vector, dtype="<f4").tobytes(), k],
-            ).fetchall()
-            return [(entity_id, 1.0 - distance) for entity_id, distance in rows]
-
-        return cls(
-            entities, embedder=embedder, threshold=threshold, next_id=max_id + 1,
-            vector_loader=load_vector, vector_search=search,
-        )
+        return cls(entities, embedder=embedder, threshold=threshold, next_id=max_id + 1)
 
     # -- the index ------------------------------------------------------------------------
 
@@ -227,49 +246,6 @@ class Linker:
     def exact_candidates(self, mention):
         return [e for e in self.by_norm.get(mention.norm, ()) if compatible(mention.type, e.type)]
 
-    def vector_candidates(self, mention, vector):
-        """Entities whose vector is within cosine ``VECTOR_MIN`` of the mention's."""
-        if (
-            self.vector_search is None or vector is None or mention.type not in FUZZY_TYPES
-            or len(self.entities) > VECTOR_CANDIDATE_LIMIT
-        ):
-            return []
-        hits = {entity_id: similarity for entity_id, similarity in self.vector_search(vector, 3)}
-        ids, matrix = self._unwritten_vectors()
-        if ids:
-            # einsum, not ``@``: BLAS would hand a product this size to threads that then
-            # spin, taking a core from the extraction workers.
-            hits.update(zip(ids, np.einsum("ij,j->i", matrix, vector).tolist()))
-        found = []
-        for entity_id, similarity in sorted(hits.items(), key=lambda h: (-h[1], h[0]))[:3]:
-            entity = self.entities.get(entity_id)
-            if (
-                entity is not None and similarity >= VECTOR_MIN and compatible(mention.type, entity.type)
-                and _digits(entity.norm) == _digits(mention.norm)
-            ):
-                found.append(entity)
-        return found
-
-    def _unwritten_vectors(self):
-        """``(ids, matrix)`` of the vectors not in the database yet, one row per entity."""
-        if self._unwritten_rows is None:
-            entities = [e for e in self.unwritten.values() if e.vector is not None or e.pending_vector is not None]
-            vectors = [self.entity_vector(e) for e in entities]
-            matrix = np.array(vectors, dtype=np.float32) if vectors else None
-            self._unwritten_rows = [e.id for e in entities], matrix
-        return self._unwritten_rows
-
-    def vector_pending(self, entity, pending_vector):
-        """Note that ``entity`` gets a new vector, which is not in the database yet."""
-        entity.vector, entity.pending_vector = None, pending_vector
-        self.unwritten[entity.id] = entity
-        self._unwritten_rows = None
-
-    def vectors_written(self):
-        """The unwritten vectors are in the database now (vector search finds them)."""
-        self.unwritten.clear()
-        self._unwritten_rows = None
-
     def fuzzy_candidates(self, mention):
         """Entities within edit distance 1 of the norm, or sharing ≥ 60% of the words."""
         if mention.type not in FUZZY_TYPES:
@@ -299,7 +275,7 @@ class Linker:
         result = []
         for entity_id in found:
             entity = self.entities[entity_id]
-            if entity.norm == norm or not compatible(mention.type, entity.type):
+            if entity.norm == norm or not fuzzy_compatible(mention.type, entity.type):
                 continue
             if _digits(entity.norm) != _digits(norm):
                 continue  # uuid1 is not uuid4, RFC 7159 is not RFC 7158
@@ -308,77 +284,127 @@ class Linker:
 
     # -- scoring --------------------------------------------------------------------------
 
-    def score(self, mention, entity, mention_vector=None, context_tokens=frozenset()):
-        """Seed 004 §7: 0.45 cosine + 0.25 string + 0.15 type + 0.10 context + 0.05 popularity."""
+    def fuzzy_score(self, mention, entity):
+        """Seed 004 §7's weights over what does not depend on the order mentions came in:
+        0.45 cosine and 0.25 string similarity of the mention's ``key_text`` and the
+        entity's ``key``, 0.15 the type prior (1: the types are compatible); the
+        context and popularity terms, which read what the entity gathered so far, count 0."""
+        mine, theirs = key_text(mention.name), entity.key
         cosine = 0.0
-        if mention_vector is not None:
-            vector = self.entity_vector(entity)
-            if vector is not None:
-                cosine = max(0.0, float(np.dot(mention_vector, vector)))
-        string = max(
-            [string_similarity(mention.name, entity.name)]
-            + [string_similarity(mention.surface, alias) for alias in entity.aliases[:10]]
-        )
-        type_prior = 1.0 if mention.type == entity.type else 0.6
-        description = set(_tokens(entity.description or ""))
-        context = len(context_tokens & description) / len(context_tokens | description) if context_tokens and description else 0.0
-        popularity = min(1.0, math.log1p(entity.popularity) / math.log1p(100))
-        return (
-            WEIGHTS["cosine"] * cosine
-            + WEIGHTS["string"] * string
-            + WEIGHTS["type"] * type_prior
-            + WEIGHTS["context"] * context
-            + WEIGHTS["popularity"] * popularity
-        )
+        if self.embedder is not None:
+            a, b = self._key_vector(mine), self._key_vector(theirs)
+            cosine = max(0.0, float(np.dot(a, b)))
+        type_prior = 1.0  # ``fuzzy_compatible`` types; which of them each has may change
+        return WEIGHTS["cosine"] * cosine + WEIGHTS["string"] * string_similarity(mine, theirs) + WEIGHTS["type"] * type_prior
 
-    def entity_vector(self, entity):
-        if entity.vector is None and entity.pending_vector is not None:
-            entity.vector, entity.pending_vector = entity.pending_vector(), None
-        if entity.vector is None and not entity.new and self.vector_loader is not None:
-            entity.vector = self.vector_loader(entity.id)
-        if entity.vector is None and self.embedder is not None:
-            entity.vector = self.embedder.encode([entity_text(entity)])[0]
-        return entity.vector
+    def _key_vector(self, text):
+        vector = self._key_vectors.get(text)
+        if vector is None:
+            vector = self._key_vectors[text] = self.embedder.encode([text])[0]
+        return vector
 
-    def mention_vector(self, mention):
-        if self.embedder is None:
-            return None
-        return self.embedder.encode([f"{mention.surface} {mention.snippet}"])[0]
+    def is_root(self, entity):
+        """Whether ``entity`` has mentions of its own name (its norm): linked in this run,
+        stored in documents this run does not link again, or stored only in documents it
+        links again and not taken by a fuller name when they are (``own_elsewhere(entity)``
+        tells which, when the linker reads a database: ``"elsewhere"``, ``"relinked"`` or
+        None). An entity left with only the mentions near-identical names brought takes
+        no more (``extract._orphaned`` has them linked again)."""
+        if entity.own > 0 or self.own_elsewhere is None:
+            return True
+        rooted = self._rooted.get(entity.id)
+        if rooted is None:
+            where = None if entity.new else self.own_elsewhere(entity)
+            rooted = where == "elsewhere"
+            if where == "relinked":
+                # Only fuller names are candidates of this probe: no cycle.
+                probe = self.probe(entity)
+                rooted = self.best_fuzzy(probe, self.fuzzy_candidates(probe)) is None
+            self._rooted[entity.id] = rooted
+        if not rooted:
+            self.unrooted.add(entity.id)
+        return rooted
+
+    def absorbed_by(self, entity):
+        """The entities whose own mentions link to ``entity`` now (``best_fuzzy``):
+        near-identical names after it in ``fuzzy_order``, which came before it did."""
+        near = set()
+        for variant in self._deletions(entity.norm):
+            near.update(self.deletes.get(variant, ()))
+        # Those sharing enough words, counted as ``fuzzy_candidates`` counts them.
+        shared = {}
+        for token in entity.tokens:
+            ids = self.by_token.get(token, ())
+            if len(ids) <= COMMON_TOKEN_LIMIT:
+                for other_id in ids:
+                    shared[other_id] = shared.get(other_id, 0) + 1
+        for other_id, count in shared.items():
+            other = self.entities.get(other_id)
+            if other is not None and len(other.tokens) > 1 and count / len(other.tokens | entity.tokens) >= JACCARD_MIN:
+                near.add(other_id)
+        found = []
+        for other_id in sorted(near):
+            other = self.entities.get(other_id)
+            if other is None or other is entity or fuzzy_order(other.norm) <= fuzzy_order(entity.norm):
+                continue
+            probe = self.probe(other)
+            best = self.best_fuzzy(probe, self.fuzzy_candidates(probe))
+            if best is not None and best[0] is entity:
+                found.append(other)
+        return found
+
+    def probe(self, entity):
+        """A mention of ``entity``'s own name (``own_name``), to link as its mentions would be."""
+        from .extraction import Mention
+
+        name = entity.own_name
+        return Mention(name, entity.type, None, None, name=name, norm=entity.norm)
 
     # -- linking --------------------------------------------------------------------------
 
-    def link(self, mention, context_tokens=frozenset()):
+    def link(self, mention):
         """Link one mention; returns ``(entity, score, created)``.
 
-        An entity of the same norm is the same entity (seed 003 dedups on normalized
-        name and label): which one depends only on the entities of that norm (see
-        ``_exact``), not on the order mentions came in. Otherwise fuzzy candidates are
-        scored and the best is taken at or above the threshold, or a new entity made.
+        A near-identical fuller name takes the mention first (``best_fuzzy``: "Package
+        Index" goes to "Python Package Index" even when it has an entity of its own).
+        Otherwise an entity of the same norm is the same entity (seed 003 dedups on
+        normalized name and label): which one depends only on the entities of that norm
+        (see ``_exact``), not on the order mentions came in; or a new entity is made.
         """
         if mention.antecedent is not None and mention.antecedent.entity is not None:
             return mention.antecedent.entity, round((mention.antecedent.link_score or 1.0) * 0.8, 4), False
         same_norm = self.by_norm.get(mention.norm)
-        if same_norm:
-            entity = self._exact(mention, same_norm)
-            if entity is not None:
-                return entity, 1.0, False
-            return self.create(mention), 1.0, True  # a specific type new to this name
-        vector = None
-        fuzzy = self.fuzzy_candidates(mention)
-        if not fuzzy and mention.type in FUZZY_TYPES and self.vector_search is not None and len(self.entities) <= VECTOR_CANDIDATE_LIMIT:
-            vector = self.mention_vector(mention)
-            fuzzy = self.vector_candidates(mention, vector)
-        if fuzzy:
-            vector = vector if vector is not None else self.mention_vector(mention)
-            scored = sorted(
-                ((self.score(mention, e, vector, context_tokens), e.id, e) for e in fuzzy),
-                key=lambda t: (-t[0], t[1]),
-            )
-            best_score, _, best = scored[0]
-            if best_score >= self.threshold:
-                best.add_alias(mention.surface)
-                return best, round(best_score, 4), False
-        return self.create(mention), 1.0, True
+        best = self.best_fuzzy(mention, self.fuzzy_candidates(mention))
+        if best is not None:
+            best[0].add_alias(mention.surface)
+            return best[0], best[1], False
+        entity = self._exact(mention, same_norm) if same_norm else None
+        created = entity is None
+        if created:
+            entity = self.create(mention)  # a name, or a specific type new to this name
+        entity.own += 1
+        return entity, 1.0, created
+
+    def best_fuzzy(self, mention, candidates):
+        """``(entity, score)``: the candidate a mention links to, or None.
+
+        Only a candidate first in ``fuzzy_order`` ("Python Package Index" for "Package
+        Index") that has mentions of its own (``is_root``) is taken, when ``fuzzy_score``
+        reaches the threshold: the best score, then the first in that order and by type.
+        A function of the names in the corpus, not of which entity came first or what it
+        gathered meanwhile, so a clean ingest and any other order link alike once every
+        name is in (``extract._absorbing`` and ``extract._orphaned`` find documents linked
+        before a name came or after one went)."""
+        scored = []
+        for entity in candidates:
+            if fuzzy_order(entity.norm) < fuzzy_order(mention.norm):
+                score = round(self.fuzzy_score(mention, entity), 4)
+                if score >= self.threshold and self.is_root(entity):
+                    scored.append((-score, fuzzy_order(entity.norm), entity.type, entity.id, entity))
+        if not scored:
+            return None
+        best = min(scored)
+        return best[4], -best[0]
 
     def _exact(self, mention, same_norm):
         """The entity of ``same_norm`` (the entities of the mention's norm) a mention
@@ -404,18 +430,17 @@ class Linker:
         return entity
 
     def same_as_candidates(self, entity):
-        """Existing entities a new one probably duplicates: fuzzy match scored ≥ threshold."""
+        """Existing entities a new one probably duplicates: fuzzy match (``fuzzy_score``)
+        at or above the threshold. Those after it in ``fuzzy_order`` are linked to it once
+        their documents are linked again (``extract._absorbing``)."""
         from .extraction import Mention
 
         probe = Mention(entity.name, entity.type, None, None, name=entity.name, norm=entity.norm)
         found = []
-        for other in self.fuzzy_candidates(probe):
-            if other is entity or other.new and other.id > entity.id:
-                continue
-            vector = self.entity_vector(entity)
-            score = self.score(probe, other, vector)
-            if score >= self.threshold:
-                found.append((other, round(score, 4)))
+        for other in sorted(self.fuzzy_candidates(probe), key=lambda e: (fuzzy_order(e.norm), e.type)):
+            score = round(self.fuzzy_score(probe, other), 4)
+            if other is not entity and score >= self.threshold:
+                found.append((other, score))
         return found
 
 

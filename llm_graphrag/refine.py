@@ -531,7 +531,7 @@ def canonical_names(db, embed_related=False):
     many entities were renamed.
 
     The name is the most frequent surface name over mentions with a span (pronouns that
-    stand for the entity and titles do not count); ties prefer lower case for a concept or
+    stand for the entity and titles do not count, unless only titles name it); ties prefer lower case for a concept or
     term (capitals for a name or code), then the first in sorted order. Aliases are the
     names and surfaces of those mentions, most frequent first. The description is the best
     candidate sentence a document offered (``extract._description_candidate``: from the
@@ -541,14 +541,24 @@ def canonical_names(db, embed_related=False):
     """
     counts = defaultdict(Counter)
     surfaces = defaultdict(Counter)
-    for entity_id, name, surface, n in db.execute(
+    titled = defaultdict(Counter)  # the same, of mentions with no span (a title's subject)
+    own = defaultdict(Counter)  # (spanned, name) of mentions of the entity's own norm
+    for entity_id, name, surface, n, spanned, of_own in db.execute(
         """
-        select entity_id, json_extract(meta, '$.name'), surface, count(*) from mentions
-        where entity_id in (select entity_id from temp.refine_scope) and span_start is not null
-          and features not like '%"coref": true%'
-        group by entity_id, json_extract(meta, '$.name'), surface
+        select m.entity_id, json_extract(m.meta, '$.name'), m.surface, count(*), m.span_start is not null,
+          json_extract(m.meta, '$.norm') = e.norm
+        from mentions m join entities e on e.id = m.entity_id
+        where m.entity_id in (select entity_id from temp.refine_scope)
+          and m.features not like '%"coref": true%'
+        group by 1, 2, 3, 5, 6
         """
     ):
+        if name and of_own:
+            own[entity_id][(spanned, name)] += n
+        if not spanned:
+            if name:
+                titled[entity_id][name] += n
+            continue
         if name:
             counts[entity_id][name] += n
             surfaces[entity_id][name] += n
@@ -572,16 +582,27 @@ def canonical_names(db, embed_related=False):
         "select id, type, name, aliases, description, meta from entities "
         "where id in (select entity_id from temp.refine_scope)"
     ).fetchall():
-        names = counts.get(entity_id)
+        # Titles name an entity no sentence mentions: not the name its first mention gave it.
+        # An entity whose own name (its norm) only a title gives is named by the title, not
+        # by a near-identical name linked to it (linking.fuzzy_order): "Multi-Version/
+        # Multi-Cluster PostgreSQL architecture", not the heading "Multi-Version/Multi-
+        # Cluster PostgreSQL".
+        mine = own.get(entity_id)
+        if mine and not any(spanned for spanned, _ in mine):
+            names = Counter({n: c for (_, n), c in mine.items()})
+        else:
+            names = counts.get(entity_id) or titled.get(entity_id)
         chosen, known = name, json.loads(aliases or "[]")
         if names:
             best = max(names.values())
             tied = sorted(n for n, c in names.items() if c == best)
             # A tie between "Frogs" and "frogs" is a sentence's first word (lowered) against
             # the word: a concept takes the lower case, a name or code the capitals.
-            lower_first = typ in WORD_TYPES
+            types = mention_types.get(entity_id)
+            final = min(types, key=type_order) if types and (typ in GENERIC_TYPES or typ not in types) else typ
+            lower_first = final in WORD_TYPES  # the type it ends with, not the one it came with
             chosen = min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
-            seen = surfaces[entity_id]
+            seen = surfaces[entity_id] or names
             known = sorted(seen, key=lambda n: (-seen[n], n))[:MAX_ALIASES]
         text, flags = described.get(entity_id, (description, None))
         values = json.loads(meta) if meta else {}

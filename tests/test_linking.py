@@ -114,8 +114,33 @@ def test_fuzzy_candidate_links_above_the_threshold_and_adds_an_alias():
     linker = Linker([entity], embedder=embedder)
     linked, score, created = linker.link(mention("Package Index"))
     assert (linked.id, created, entity.aliases) == (1, False, ["Python Package Index", "Package Index"])
-    # cosine 1, string 2/3 (token Jaccard), same type, no context, popularity 1
-    assert score == pytest.approx(0.45 + 0.25 * 2 / 3 + 0.15 + 0.05, abs=1e-4)
+    # cosine 1, string 2/3 (token Jaccard), same type; context and popularity count 0
+    assert score == round(0.45 + 0.25 * 2 / 3 + 0.15, 4)
+
+
+def test_fuzzy_links_go_one_way_whichever_name_came_first():
+    """"Package Index" links to "Python Package Index" (first in fuzzy_order, the fuller
+    name) whether or not it has an entity of its own; never the reverse."""
+    embedder = FakeEmbedder({"*": [1.0, 0.0]})
+    linker = Linker([Entity(1, "name", "Package Index", "packageindex", ["Package Index"])], embedder=embedder, next_id=2)
+    fuller, score, created = linker.link(mention("Python Package Index"))
+    assert (fuller.id, score, created) == (2, 1.0, True)
+    assert linker.absorbed_by(fuller) == [linker.entities[1]]
+    assert linker.link(mention("Package Index")) == (fuller, round(0.45 + 0.25 * 2 / 3 + 0.15, 4), False)
+    assert linker.absorbed_by(linker.entities[1]) == []
+
+
+def test_fuzzy_scores_read_names_not_what_an_entity_gathered():
+    """The score compares the mention's name with the entity's own name (``own_name``):
+    not its description, popularity, vector or an alias of another norm."""
+    embedder = FakeEmbedder({"*": [1.0, 0.0], "python package index": [0.6, 0.8]})
+    bare = Entity(1, "name", "Python Package Index", "pythonpackageindex", ["Python Package Index"])
+    rich = Entity(
+        1, "name", "PyPI", "pythonpackageindex", ["PyPI", "python package index", "Package Index"],
+        description="The Python Package Index is a repository of software.", popularity=90,
+    )
+    scores = [Linker([e], embedder=embedder).fuzzy_score(mention("Package Index"), e) for e in (bare, rich)]
+    assert scores[0] == scores[1] == pytest.approx(0.45 * 0.6 + 0.25 * 2 / 3 + 0.15)
 
 
 def test_fuzzy_candidate_below_the_threshold_makes_a_new_entity():
@@ -159,7 +184,7 @@ def test_same_as_candidates_for_a_new_entity():
     linker = Linker([old], embedder=embedder, next_id=2)
     new = linker.create(mention("The Python Package Index"))
     # string similarity: edit distance 3 over 21 characters beats token Jaccard 3/4
-    assert linker.same_as_candidates(new) == [(old, pytest.approx(0.45 + 0.25 * (1 - 3 / 21) + 0.15 + 0.05, abs=1e-4))]
+    assert linker.same_as_candidates(new) == [(old, round(0.45 + 0.25 * (1 - 3 / 21) + 0.15, 4))]
 
 
 def test_entity_text():
@@ -169,9 +194,8 @@ def test_entity_text():
     assert entity_text(Entity(1, "name", "Basin", "basin")) == "Basin"
 
 
-def test_from_db_loads_entities_and_vectors(tmp_path):
+def test_from_db_loads_the_active_entities(tmp_path):
     from llm_graphrag.db import open_database
-    from llm_graphrag.embeddings import write_embeddings
 
     db = open_database(tmp_path / "graphrag.db")
     with db.atomic():
@@ -181,49 +205,8 @@ def test_from_db_loads_entities_and_vectors(tmp_path):
                 {"id": 9, "type": "code", "name": "riffle", "norm": "riffle", "aliases": "[]", "popularity": 0, "meta": None, "status": "merged"},
             ]
         )
-        write_embeddings(db, "entities", [4], np.array([[0.6, 0.8] + [0.0] * 254], dtype=np.float32))
     linker = Linker.from_db(db)
     assert [(e.id, e.name, e.aliases, e.popularity, e.defined) for e in linker.entities.values()] == [
         (4, "Basin", ["Basin"], 2, True)
     ]
     assert linker.next_id == 10
-    assert linker.entity_vector(linker.entities[4])[:3].tolist() == pytest.approx([0.6, 0.8, 0.0])
-
-
-def test_vector_candidates():
-    embedder = FakeEmbedder({"*": [1.0, 0.0], "PyPI the package index": [0.8, 0.6]})
-    old = Entity(1, "name", "Python Package Index", "pythonpackageindex", popularity=100)
-    searched = []
-
-    def search(vector, k):
-        searched.append((list(vector), k))
-        return [(1, 0.96), (2, 0.5)]
-
-    linker = Linker([old], embedder=embedder, next_id=3, vector_search=search)
-    m = mention("PyPI", snippet="the package index")
-    assert linker.vector_candidates(m, np.array([0.8, 0.6])) == [old]
-    # Vector candidates are scored like any other: string similarity keeps this one apart.
-    entity, score, created = linker.link(m)
-    assert (entity.id, created) == (3, True)
-    assert searched[-1] == ([pytest.approx(0.8), pytest.approx(0.6)], 3)
-
-
-def test_vector_candidates_include_vectors_not_written_yet():
-    embedder = FakeEmbedder({"*": [1.0, 0.0]})
-    stored = []  # what the database's vector search sees
-    linker = Linker(embedder=embedder, vector_search=lambda vector, k: stored[:k])
-    index = linker.create(mention("Python Package Index"))
-    other = linker.create(mention("Cheese Shop"))
-    linker.vector_pending(index, lambda: np.array([0.8, 0.6], dtype=np.float32))
-    linker.vector_pending(other, lambda: np.array([0.0, 1.0], dtype=np.float32))
-    probe = mention("PyPI")
-    assert linker.vector_candidates(probe, np.array([0.8, 0.6], dtype=np.float32)) == [index]
-    # A new vector (the description changed) replaces the one computed before.
-    linker.vector_pending(index, lambda: np.array([0.0, 1.0], dtype=np.float32))
-    assert linker.vector_candidates(probe, np.array([0.8, 0.6], dtype=np.float32)) == []
-    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == [index, other]
-    # Once written, the database's search finds them instead.
-    linker.vectors_written()
-    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == []
-    stored.append((other.id, 0.99))
-    assert linker.vector_candidates(probe, np.array([0.0, 1.0], dtype=np.float32)) == [other]
