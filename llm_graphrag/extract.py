@@ -896,8 +896,18 @@ def _description_candidate(record, position, chunk, extracted):
         defining = position in extracted.defining
     s_start, s_end = spans[index]
     plain = not record[_IN_HEADING] and not record[_COREF]
-    plain = plain and not _weak(description_text(chunk.text[s_start:s_end]), record[_NAME])
+    if plain:
+        description, heading = _sentence_description(chunk.text, s_start, s_end)
+        plain = not (heading or description == record[_NAME])  # as _weak judges it
     return 4 * home + 2 * defining + plain, s_start, s_end
+
+
+@functools.lru_cache(maxsize=4096)
+def _sentence_description(text, start, end):
+    """``(description_text of the sentence, whether it is a heading)``: the mentions of a
+    sentence share them, so each sentence is read once."""
+    description = description_text(text[start:end])
+    return description, _weak(description, None)
 
 
 def description_text(sentence):
@@ -912,7 +922,7 @@ def _describe(entity, candidate, chunk):
     rank, s_start, s_end = candidate
     if entity.description is not None and rank <= entity.rank:
         return
-    sentence = description_text(chunk.text[s_start:s_end])
+    sentence = _sentence_description(chunk.text, s_start, s_end)[0]
     entity.rank = rank
     if entity.description != sentence:
         entity.description = sentence

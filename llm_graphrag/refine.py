@@ -22,6 +22,7 @@ again from their evidence (``relation_values``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections import Counter, defaultdict
@@ -236,19 +237,19 @@ def drop_generic_entities(db):
                 "and e.norm in (select value from json_each(?))",
                 [*batch, json.dumps(sorted(words))],
             )
-    for batch in _batches(ids):
-        marks = ", ".join("?" for _ in batch)
-        db.conn.execute(f"delete from mentions where entity_id in ({marks})", batch)
-        # Their relations' evidence first, which takes the relations with it (trigger
-        # relation_evidence_removed): what deleting the entities cascades to, in a third
-        # less time than the cascade's.
-        db.conn.execute(
-            f"delete from relation_evidence where relation_id in (select id from relations "
-            f"where src_id in ({marks}) or dst_id in ({marks}))",
-            batch + batch,
-        )
-        db.conn.execute(f"delete from relations where src_id in ({marks}) or dst_id in ({marks})", batch + batch)
-        db.conn.execute(f"delete from entities where id in ({marks})", batch)
+    with _evidence_trigger_off(db, ids):
+        for batch in _batches(ids):
+            marks = ", ".join("?" for _ in batch)
+            db.conn.execute(f"delete from mentions where entity_id in ({marks})", batch)
+            # Their relations' evidence first, then the relations: what deleting the
+            # entities cascades to, in a third less time than the cascade's.
+            db.conn.execute(
+                f"delete from relation_evidence where relation_id in (select id from relations "
+                f"where src_id in ({marks}) or dst_id in ({marks}))",
+                batch + batch,
+            )
+            db.conn.execute(f"delete from relations where src_id in ({marks}) or dst_id in ({marks})", batch + batch)
+            db.conn.execute(f"delete from entities where id in ({marks})", batch)
     return len(ids)
 
 
@@ -514,12 +515,35 @@ def _hold_relations(db, ids):
 
 
 def _delete_relations(db, ids):
-    for batch in _batches(ids):
-        marks = ", ".join("?" for _ in batch)
-        # Evidence first, taking the relations with it (see drop_generic_entities).
-        db.conn.execute(f"delete from relation_evidence where relation_id in ({marks})", batch)
-        db.conn.execute(f"delete from relations where id in ({marks})", batch)
+    with _evidence_trigger_off(db, ids):
+        for batch in _batches(ids):
+            marks = ", ".join("?" for _ in batch)
+            # Evidence first (see drop_generic_entities).
+            db.conn.execute(f"delete from relation_evidence where relation_id in ({marks})", batch)
+            db.conn.execute(f"delete from relations where id in ({marks})", batch)
     return len(ids)
+
+
+EVIDENCE_REMOVED_TRIGGER = "relation_evidence_removed"
+
+
+@contextlib.contextmanager
+def _evidence_trigger_off(db, ids):
+    """Delete relations with all their evidence without ``relation_evidence_removed``
+    (call inside a transaction, which puts it back before it commits): it counts down
+    and deletes, one evidence row at a time, relations deleted whole anyway. That was
+    most of the time refinement took to drop 110,000 weak co-occurrence edges."""
+    row = db.conn.execute(
+        "select sql from sqlite_master where type = 'trigger' and name = ?", [EVIDENCE_REMOVED_TRIGGER]
+    ).fetchone() if ids else None
+    if row is None:
+        yield
+        return
+    db.conn.execute(f'drop trigger "{EVIDENCE_REMOVED_TRIGGER}"')
+    try:
+        yield
+    finally:
+        db.conn.execute(row[0])
 
 
 # ---------------------------------------------------------------------------------------
@@ -543,16 +567,23 @@ def canonical_names(db, embed_related=False):
     surfaces = defaultdict(Counter)
     titled = defaultdict(Counter)  # the same, of mentions with no span (a title's subject)
     own = defaultdict(Counter)  # (spanned, name) of mentions of the entity's own norm
-    for entity_id, name, surface, n, spanned, of_own in db.execute(
+    # An entity's type: its own if a mention has it, else (a generic entity, or one whose
+    # mentions of its type went) the first of its mentions' types in linking.type_order.
+    mention_types = {}
+    # Names and surfaces from the mentions with a span, types from all: one pass for both.
+    for entity_id, typ, name, surface, n, spanned, of_own in db.execute(
         """
-        select m.entity_id, json_extract(m.meta, '$.name'), m.surface, count(*), m.span_start is not null,
-          json_extract(m.meta, '$.norm') = e.norm
+        select m.entity_id, m.type, json_extract(m.meta, '$.name'), m.surface, count(*),
+          m.span_start is not null, json_extract(m.meta, '$.norm') = e.norm
         from mentions m join entities e on e.id = m.entity_id
         where m.entity_id in (select entity_id from temp.refine_scope)
           and m.features not like '%"coref": true%'
-        group by 1, 2, 3, 5, 6
+        group by 1, 2, 3, 4, 6, 7
         """
     ):
+        types = mention_types.setdefault(entity_id, [])
+        if typ not in types:
+            types.append(typ)
         if name and of_own:
             own[entity_id][(spanned, name)] += n
         if not spanned:
@@ -566,17 +597,6 @@ def canonical_names(db, embed_related=False):
         if surface and surface != name:
             surfaces[entity_id][surface] += n
     described = _best_descriptions(db)
-    # An entity's type: its own if a mention has it, else (a generic entity, or one whose
-    # mentions of its type went) the first of its mentions' types in linking.type_order.
-    mention_types = {}
-    for entity_id, typ in db.execute(
-        """
-        select entity_id, type from mentions
-        where entity_id in (select entity_id from temp.refine_scope) and features not like '%"coref": true%'
-        group by entity_id, type
-        """
-    ):
-        mention_types.setdefault(entity_id, []).append(typ)
     renamed, changed, retyped = {}, [], []
     for entity_id, typ, name, aliases, description, meta in db.execute(
         "select id, type, name, aliases, description, meta from entities "
@@ -593,6 +613,7 @@ def canonical_names(db, embed_related=False):
         else:
             names = counts.get(entity_id) or titled.get(entity_id)
         chosen, known = name, json.loads(aliases or "[]")
+        stored = known
         if names:
             best = max(names.values())
             tied = sorted(n for n, c in names.items() if c == best)
@@ -609,7 +630,7 @@ def canonical_names(db, embed_related=False):
         if flags is not None:
             values = {**values, **flags}
         new_meta = json.dumps(values) if values or meta else meta
-        if (chosen, known, text, new_meta) != (name, json.loads(aliases or "[]"), description, meta):
+        if (chosen, known, text, new_meta) != (name, stored, description, meta):
             changed.append((chosen, json.dumps(known), text, new_meta, entity_id, chosen != name or text != description))
         if chosen != name:
             renamed[entity_id] = chosen
