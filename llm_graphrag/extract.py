@@ -140,10 +140,15 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         if pending:
-            totals, linked_before = _extract(db, pending, settings, progress, workers, found)
+            since = last_entity if unfinished else None  # the dead run's entities count too
+            totals, linked_before = _extract(db, pending, settings, progress, workers, found, since)
         else:
             totals, linked_before = {"relations": 0}, set()
         absorbing = totals.pop(ABSORBING, [])
+        if absorbing:  # found in memory: stored now, a run killed while it refines leaves them to the next
+            with db.atomic():
+                left = get_setting(db, AGAIN_SETTING, []) or []
+                set_setting(db, AGAIN_SETTING, sorted(set(left) | set(absorbing)))
         # What the whole corpus decides: generic entities, significant co-occurrence,
         # canonical names (a bulk run refines everything, a small one what it touched:
         # the entities the documents mention, and those they mentioned before).
@@ -268,11 +273,12 @@ def _extracted_count(db):
     return db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
 
 
-def _extract(db, pending, settings, progress, workers, found=None):
+def _extract(db, pending, settings, progress, workers, found=None, since=None):
     """``extract_and_link`` of the ``pending`` documents (see ``_pending``); returns the
     totals and the entities their earlier extraction linked to. ``found`` (an ``_ExtractedCache``)
     keeps what workers found in the documents, and gives it back when one of them comes
-    again in the same run (``_run``'s rounds): it is linked again, not extracted again."""
+    again in the same run (``_run``'s rounds): it is linked again, not extracted again.
+    ``since``: resuming a run that died, the entities after this id are ones it made."""
     totals = {"mentions": 0, "entities_new": 0, "relations": 0}
     from .embeddings import embedder_for
 
@@ -348,6 +354,9 @@ def _extract(db, pending, settings, progress, workers, found=None):
                 batch = _Batch()
         touched.update(_flush(db, batch, linker, embedder, known))
     totals["relations"] = len(touched)
+    if since is not None:  # resuming a run that died: the entities it made are this run's too
+        made = {e.id for e in created}
+        created += [e for i, e in sorted(linker.entities.items()) if i > since and i not in made]
     totals[ABSORBING] = _absorbing(db, linker, created)
     return totals, linked_before
 

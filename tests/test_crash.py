@@ -365,3 +365,43 @@ def test_a_run_dying_before_it_loads_later_pages_again_leaves_that_to_the_next(t
     assert result.doc_ids == [db.execute("select id from docs where path like '%/pwd.rst.txt'").fetchone()[0]]
     db.close()
     assert state(tmp_path / "killed.db") == expected
+
+
+def test_a_run_dying_while_it_refines_leaves_the_names_to_link_again_to_the_next(corpus, tmp_path, monkeypatch):
+    """The documents whose mentions a new, fuller name would take (``extract._absorbing``,
+    found in memory while linking) are stored before the graph is refined: a run that dies
+    while it refines leaves them to the next, which stores what one uninterrupted run stores."""
+    from llm_graphrag.ingest import ingest_docs
+
+    def loaded(path):
+        db = open_database(path)
+        ingest_docs(db, [str(corpus)], extract=False)
+        return db
+
+    whole = loaded(tmp_path / "whole.db")
+    absorbed = []
+    real_absorbing = extract._absorbing
+
+    def recording(*args):
+        absorbed.append(real_absorbing(*args))
+        return absorbed[-1]
+
+    monkeypatch.setattr(extract, "_absorbing", recording)
+    extract.extract_and_link(whole, workers=0)
+    assert absorbed[0]  # this corpus has names a fuller one takes
+    expected = state(tmp_path / "whole.db")
+    whole.close()
+
+    def dying(*args, **kwargs):
+        raise Died
+
+    db = loaded(tmp_path / "killed.db")
+    with monkeypatch.context() as patched:
+        patched.setattr(extract, "refine_graph", dying)
+        with pytest.raises(Died):
+            extract.extract_and_link(db, workers=0)
+    assert extract.unfinished_work(db)["pending_refinement"] > 0
+    extract.extract_and_link(db, workers=0)
+    assert extract.unfinished_work(db) == FINISHED
+    db.close()
+    assert state(tmp_path / "killed.db") == expected
