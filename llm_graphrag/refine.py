@@ -128,7 +128,7 @@ def generic_entity_ids(db, with_heads=False):
     makes "result" generic, whichever of them names it now), a one-word concept, term or
     name written in lower case as a concept or term somewhere that is a word of general
     English (``common_word``) in too many documents, any one-word entity whose name or norm is a
-    stop word ("None", "self"), and any entity all of whose mentions are heads of a longer
+    stop word ("None", "self"; not a norm of a letter or two, ``_short_word``), and any entity all of whose mentions are heads of a longer
     phrase (a head is one word: only one-word names are read).
     """
     documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
@@ -152,7 +152,7 @@ def generic_entity_ids(db, with_heads=False):
         if heads == mentions:
             found.append(entity_id)
             all_heads.append(entity_id)
-        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()) and not _short_name(name):
+        elif single and (low in words or norm in words or typ in WORD_TYPES and norm in stop_norms()) and not _short_word(norm):
             # a concept is generic if any form of it is a stop word ("includ" of "including"),
             # whichever form names it now: no_longer_generic reads only the norm
             found.append(entity_id)
@@ -164,13 +164,28 @@ def generic_entity_ids(db, with_heads=False):
     return (found, all_heads) if with_heads else found
 
 
-def _short_name(name):
-    """A name of one or two letters written with a capital ("C", "Tk", "UK") that is no
-    English function word: the stop-word list holds such letters and country codes as
-    words ("c", "tk", "uk"), but written so they name a language, a toolkit, a country."""
+def _short_word(norm):
+    """A norm of one or two letters that is no English function word ("c", "io", "tk"):
+    the stop-word list holds such letters and country codes as words, but "C", "I/O", "Tk"
+    name a language, a kind of operation, a toolkit. Judged by the norm alone, not by the
+    name the first mention gave the entity ("C" or "-c"), so the graph does not depend on
+    the order documents came in; ``no_longer_generic`` reads the same."""
     from .extraction import STOPWORDS
 
-    return len(name) <= 2 and name.isalpha() and not name.islower() and name.lower() not in STOPWORDS
+    return len(norm) <= 2 and norm.isalpha() and norm not in STOPWORDS and norm not in _stop_stems()
+
+
+@lru_cache(maxsize=1)
+def _stop_stems():
+    """Norms of longer stop words ("go" of "goes", "ad" of "added"): a verb, not a letter."""
+    from .extraction import normalize
+
+    return frozenset(normalize(w) for w in stop_words() if normalize(w) != w)
+
+
+def _stop_norm(norm):
+    """Whether ``norm`` is generic whatever the corpus: a stop word's, not a short word's."""
+    return norm in stop_norms() and not _short_word(norm)
 
 
 GENERIC_SETTING = "generic_words"  # norms found generic, kept so that they stay so
@@ -265,7 +280,7 @@ def no_longer_generic(db):
         return []
     documents = db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
     frequent = max(GENERIC_MIN_DOCUMENTS, GENERIC_DOCUMENT_SHARE * documents)
-    stop = stop_norms()  # a stop word's norm stays: its name made it generic (generic_entity_ids)
+    stop = {w for w in words if _stop_norm(w)}  # a stop word's norm stays: its name made it generic
     df = dict(db.execute(
         "select norm, count(*) from dropped_words where norm in (select value from json_each(?)) group by norm",
         [json.dumps(words)],
@@ -276,7 +291,7 @@ def no_longer_generic(db):
         norm for norm, name in db.execute(
             "select norm, name from entities where norm in (select value from json_each(?)) "
             "and type not in ('concept', 'term')", [json.dumps(words)],
-        ) if norm not in stop and name.lower() not in stop and " " not in name
+        ) if norm not in stop and not _stop_norm(name.lower()) and " " not in name
     }
     gone = [w for w in words if w in named or w not in stop and df.get(w, 0) < frequent]
     if not gone:

@@ -278,3 +278,39 @@ def test_documents_stored_before_their_paragraphs_were_are_loaded_again_once(tmp
     assert (result.ingested, result.skipped) == (1, 2)  # pwd loses the paragraph; the others are as they were
     assert holding(db, SHADOW) == ["grp.rst.txt"]
     assert_clean(db, folder, tmp_path / "clean.db")
+
+
+# Lines of python3.11-doc's library/__main__, library/index and library/asyncio-api-index:
+# "-c" and "C" have the norm "c", "I/O" and "IO" the norm "io", letters the stop-word list holds.
+SHORT_WORDS = {
+    "main.rst.txt": "__main__\n========\n\n* Python code passed to the Python interpreter with the "
+    ":option:`-c` argument:\n\n  .. code-block:: shell-session\n\n     $ python3 -c \"import this\"\n",
+    "library.rst.txt": "The Python Standard Library\n===========================\n\nPython's standard "
+    "library is very extensive. The library contains built-in modules (written in C) that "
+    "provide access to system functionality such as file I/O that would otherwise be "
+    "inaccessible to Python programmers.\n",
+    "streams.rst.txt": "Streams\n=======\n\nHigh-level APIs to work with network IO.\n",
+}
+
+
+@pytest.mark.parametrize(
+    "names", [["main.rst.txt", "library.rst.txt", "streams.rst.txt"], ["streams.rst.txt", "library.rst.txt", "main.rst.txt"]]
+)
+def test_a_one_or_two_letter_word_is_generic_or_not_whatever_the_order(tmp_path, names):
+    """Whether "c" or "io" is a generic word is a matter of its norm, not of the name its
+    first mention gave it ("-c" or "C", "I/O" or "IO"): one page at a time, in either
+    order, gives what a clean ingest gives."""
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for name, text in SHORT_WORDS.items():
+        (folder / name).write_text(text)
+    db = open_database(tmp_path / "one.db")
+    for name in names:
+        ingest_docs(db, [str(folder / name)], roots=[str(folder)], workers=0)
+    clean = assert_clean(db, folder, tmp_path / "clean.db")
+    short = lambda db: db.execute(  # noqa: E731
+        "select e.norm, e.name, count(m.id) from entities e join mentions m on m.entity_id = e.id "
+        "where e.norm in ('c', 'io') group by e.id order by 1, 2"
+    ).fetchall()
+    assert short(db) == short(clean)
+    assert short(clean) == [("c", "-c", 1), ("io", "I/O", 2)]
