@@ -372,7 +372,7 @@ def test_run_directory_holds_every_artefact(run_dir, sample_db):
         # extractive: every sentence copied from one of the cited chunks
         assert body.split(". ")[0].rstrip(".") in " ".join(sources[c] for c in paragraph["cite_ids"])
     # the last paragraph gives the best chain's relations, from the chunks stating them
-    assert paragraphs[-1]["cite_ids"] == ["C001", "C006"]
+    assert paragraphs[-1]["cite_ids"] == ["C006", "C007"]
     assert json.loads((run_dir / "evidence/verify.json").read_text()) == {
         "stage": "verify",
         "status": "completed",
@@ -383,7 +383,7 @@ def test_run_directory_holds_every_artefact(run_dir, sample_db):
         "paragraph_without_citation_count": 0,
         "paragraph_end_citation_passed": True,
         "paragraphs_jsonl_cite_ids_passed": True,
-        "citations_found": 6,
+        "citations_found": 7,
         "passed": True,
     }
     report = (run_dir / "report.md").read_text()
@@ -426,7 +426,7 @@ def test_verify_fails_a_paragraph_its_citation_does_not_support(run_dir, tmp_pat
         "paragraph_without_citation_count": 0,
         "paragraph_end_citation_passed": True,
         "paragraphs_jsonl_cite_ids_passed": True,
-        "citations_found": 6,
+        "citations_found": 7,
         "passed": False,
     }
     assert json.loads((edited / "evidence/verify.json").read_text()) == expected
@@ -467,7 +467,7 @@ def test_verify_checks_citation_format_and_source_hashes(run_dir, tmp_path):
         "paragraph_end_citation_passed": False,
         "paragraphs_jsonl_cite_ids_passed": False,
         # C001's text no longer matches its hash; C003 was cited by paragraph 3 alone
-        "citations_found": 4,
+        "citations_found": 5,
         "passed": False,
     }
 
