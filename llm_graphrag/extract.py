@@ -218,8 +218,10 @@ def _misplaced_generic(db, doc_ids=(), norms=None):
     for entities in by_norm.values():
         for _, entity_id in sorted(entities)[1:]:
             found.update(d for (d,) in db.execute(
-                "select distinct doc_id from mentions where entity_id = ? and type in ('concept', 'term', 'name') "
-                "and features not like '%\"coref\": true%'", [entity_id]
+                "select distinct m.doc_id from mentions m join entities e on e.id = m.entity_id "
+                "where m.entity_id = ? and m.type in ('concept', 'term', 'name') "
+                "and json_extract(m.meta, '$.norm') = e.norm and m.features not like '%\"coref\": true%'",
+                [entity_id],
             ))
     return found
 
