@@ -33,7 +33,7 @@ from .extraction import (
     salient_terms,
     subject_mention,
 )
-from .linking import Linker, entity_text, type_order
+from .linking import GENERIC_TYPES, Linker, entity_text, type_order
 from .refine import RELEASED_SETTING, generic_norms, no_longer_generic, refine_graph, take_deferred
 
 # Mentions that may name a generic word ("service", "Service" opening a heading): code,
@@ -201,8 +201,9 @@ def _release(db, doc_ids):
 
 def _misplaced_generic(db, doc_ids=(), norms=None):
     """Documents whose generic mentions (concepts, terms, names) of a name ``doc_ids``
-    mention (or of ``norms``) are linked to an entity that is not the first of that name
-    in ``linking.type_order``: one of higher priority came after they were linked."""
+    mention (or of ``norms``), linked by that name, are not linked to the entity
+    ``Linker._exact`` now gives them (the first of their type, else the first of the name
+    in ``linking.type_order``): one of higher priority came after they were linked."""
     if norms is None:
         norms = [n for (n,) in db.execute(
             "select distinct e.norm from mentions m join entities e on e.id = m.entity_id "
@@ -213,15 +214,20 @@ def _misplaced_generic(db, doc_ids=(), norms=None):
         "select id, type, norm from entities where norm in (select value from json_each(?)) order by id",
         [json.dumps(norms)],
     ):
-        by_norm.setdefault(norm, []).append((type_order(typ), entity_id))
+        by_norm.setdefault(norm, []).append((type_order(typ), entity_id, typ))
     found = set()
     for entities in by_norm.values():
-        for _, entity_id in sorted(entities)[1:]:
+        if len(entities) < 2:
+            continue
+        first = min(entities)[1]
+        linked = {t: min((i for _, i, typ in entities if typ == t), default=first) for t in GENERIC_TYPES}
+        for _, entity_id, _ in entities:
+            wrong = [t for t in GENERIC_TYPES if linked[t] != entity_id]
             found.update(d for (d,) in db.execute(
                 "select distinct m.doc_id from mentions m join entities e on e.id = m.entity_id "
-                "where m.entity_id = ? and m.type in ('concept', 'term', 'name') "
+                "where m.entity_id = ? and m.type in (select value from json_each(?)) "
                 "and json_extract(m.meta, '$.norm') = e.norm and m.features not like '%\"coref\": true%'",
-                [entity_id],
+                [entity_id, json.dumps(wrong)],
             ))
     return found
 

@@ -281,18 +281,20 @@ class Died(BaseException):
     """A process that dies where this is raised (not an ``Exception``: nothing catches it)."""
 
 
+def loaded(folder, path):
+    """A database at ``path`` with ``folder``'s documents loaded, none extracted yet."""
+    from llm_graphrag.ingest import ingest_docs
+
+    db = open_database(path)
+    ingest_docs(db, [str(folder)], extract=False)
+    return db
+
+
 def test_a_run_dying_before_it_extracts_again_leaves_that_to_the_next(corpus, tmp_path, monkeypatch):
     """The documents a refined graph links otherwise (``extract.AGAIN_SETTING``) are stored
     in the transaction that refines it: a run that dies before it extracts them again leaves
     them to the next run, which then stores what one uninterrupted run stores."""
-    from llm_graphrag.ingest import ingest_docs
-
-    def loaded(path):
-        db = open_database(path)
-        ingest_docs(db, [str(corpus)], extract=False)
-        return db
-
-    whole = loaded(tmp_path / "whole.db")
+    whole = loaded(corpus, tmp_path / "whole.db")
     rounds = []
     real_run = extract._run
 
@@ -313,7 +315,7 @@ def test_a_run_dying_before_it_extracts_again_leaves_that_to_the_next(corpus, tm
         return real_run(db, pending, *args, **kwargs)
 
     rounds.clear()
-    db = loaded(tmp_path / "killed.db")
+    db = loaded(corpus, tmp_path / "killed.db")
     monkeypatch.setattr(extract, "_run", dying)
     with pytest.raises(Died):
         extract.extract_and_link(db, workers=0)
@@ -371,14 +373,7 @@ def test_a_run_dying_while_it_refines_leaves_the_names_to_link_again_to_the_next
     """The documents whose mentions a new, fuller name would take (``extract._absorbing``,
     found in memory while linking) are stored before the graph is refined: a run that dies
     while it refines leaves them to the next, which stores what one uninterrupted run stores."""
-    from llm_graphrag.ingest import ingest_docs
-
-    def loaded(path):
-        db = open_database(path)
-        ingest_docs(db, [str(corpus)], extract=False)
-        return db
-
-    whole = loaded(tmp_path / "whole.db")
+    whole = loaded(corpus, tmp_path / "whole.db")
     absorbed = []
     real_absorbing = extract._absorbing
 
@@ -395,7 +390,7 @@ def test_a_run_dying_while_it_refines_leaves_the_names_to_link_again_to_the_next
     def dying(*args, **kwargs):
         raise Died
 
-    db = loaded(tmp_path / "killed.db")
+    db = loaded(corpus, tmp_path / "killed.db")
     with monkeypatch.context() as patched:
         patched.setattr(extract, "refine_graph", dying)
         with pytest.raises(Died):

@@ -7,7 +7,7 @@ import pathlib
 import shutil
 
 import pytest
-from test_watch import LINKED, ORDER_FREE, assert_consistent, snapshot
+from test_watch import LINKED, ORDER_FREE, assert_consistent, ingest_in_orders, snapshot
 
 from llm_graphrag.db import open_database
 from llm_graphrag.ingest import ingest_docs
@@ -17,24 +17,12 @@ PAGES = pathlib.Path(__file__).parent / "data" / "python-packaging"
 
 @pytest.fixture(scope="module")
 def orders(tmp_path_factory):
-    base = tmp_path_factory.mktemp("fuzzy")
-    folder = base / "docs"
-    folder.mkdir()
-    for page in sorted(PAGES.glob("*.rst.txt")):
-        shutil.copy(page, folder / page.name)
-    files = sorted(folder.iterdir())
-    batches = {
+    return ingest_in_orders(PAGES, tmp_path_factory.mktemp("fuzzy"), lambda folder, files: {
         "all at once": [[folder]],
         "two halves": [files[: len(files) // 2], files[len(files) // 2 :]],
         "one at a time": [[f] for f in files],
         "reversed": [[f] for f in reversed(files)],
-    }
-    out = {}
-    for name, runs in batches.items():
-        db = out[name] = open_database(base / f"{len(out)}.db")
-        for run in runs:
-            ingest_docs(db, [str(p) for p in run], roots=[str(folder)], workers=0)
-    return out, folder
+    })
 
 
 def test_near_identical_names_link_one_way(orders):

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from test_watch import LINKED, ORDER_FREE, assert_consistent, settle, snapshot
+from test_watch import LINKED, ORDER_FREE, assert_consistent, ingest_in_orders, settle, snapshot
 
 from llm_graphrag.db import open_database
 from llm_graphrag.ingest import ingest_docs
@@ -21,23 +21,12 @@ PAGES = pathlib.Path(__file__).parent / "data" / "python-docs"
 @pytest.fixture(scope="module")
 def orders(tmp_path_factory):
     """``{order: database}``: the pages all at once, one at a time in reverse, in two halves."""
-    base = tmp_path_factory.mktemp("order")
-    folder = base / "docs"
-    folder.mkdir()
-    for page in sorted(PAGES.glob("*.rst.txt")):
-        shutil.copy(page, folder / page.name)
-    files = sorted(folder.iterdir())
-    batches = {
+    dbs, _ = ingest_in_orders(PAGES, tmp_path_factory.mktemp("order"), lambda folder, files: {
         "all at once": [[folder]],
         "one at a time, reversed": [[f] for f in reversed(files)],
         "two halves": [files[: len(files) // 2], files[len(files) // 2 :]],
-    }
-    out = {}
-    for name, runs in batches.items():
-        db = out[name] = open_database(base / f"{len(out)}.db")
-        for run in runs:
-            ingest_docs(db, [str(p) for p in run], roots=[str(folder)], workers=0)
-    return out
+    })
+    return dbs
 
 
 def differing(a, b):

@@ -96,6 +96,22 @@ LINKED = (
 )
 
 
+def ingest_in_orders(pages, base, orders):
+    """``({order: database}, folder)``: the ``*.rst.txt`` pages of ``pages`` copied to one
+    folder, ingested by ``orders(files)``'s runs (``{order: [[path, ...], ...]}``), each order
+    into its own database, with no worker processes."""
+    folder = base / "docs"
+    folder.mkdir()
+    for page in sorted(pages.glob("*.rst.txt")):
+        shutil.copy(page, folder / page.name)
+    out = {}
+    for name, runs in orders(folder, sorted(folder.iterdir())).items():
+        db = out[name] = open_database(base / f"{len(out)}.db")
+        for run in runs:
+            ingest_docs(db, [str(p) for p in run], roots=[str(folder)], workers=0)
+    return out, folder
+
+
 def assert_consistent(db):
     """No orphans, and every count, vector and index agrees with the rows it stands for."""
     one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
