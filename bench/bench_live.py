@@ -68,6 +68,7 @@ def main():
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--burst", type=int, default=100)
     parser.add_argument("--debounce-ms", type=int, default=200)
+    parser.add_argument("--workers", type=int, help="Extraction processes of the watcher (default: the Watcher's own)")
     parser.add_argument("--keep", help="Keep the copy and its database in this folder; reused when run again (its bulk figure too)")
     args = parser.parse_args()
     print(machine())
@@ -91,7 +92,8 @@ def main():
         bulk_rate = bulk_files / bulk_seconds
         print(f"bulk: {bulk_files} files, {chunks} chunks in {bulk_seconds:.1f} s: {bulk_rate:.2f} files/s")
 
-        watcher = Watcher(database, [folder], debounce_ms=args.debounce_ms).start()
+        options = {} if args.workers is None else {"workers": args.workers}
+        watcher = Watcher(database, [folder], debounce_ms=args.debounce_ms, **options).start()
         assert watcher.wait_idle(600)
         reader = open_database(database)
         call_tool(reader, "hybrid_query", {"q": "warm up the reader", "k": 5})  # as a running server is

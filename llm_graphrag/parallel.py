@@ -17,13 +17,28 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 
+_FORKING = threading.local()
+
+
 def default_workers():
     """One worker per CPU where processes can be forked safely, else none."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return 0  # spawn would re-import and re-register every plugin in each worker
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() and not getattr(_FORKING, "allowed", False):
         return 0  # forking a threaded server (Datasette) can copy a held lock
     return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def forking_thread():
+    """Let this thread fork workers (``default_workers``) while it runs the block: for a
+    thread that owns its work, such as the watcher's writer, whose workers use nothing
+    the process's other threads may hold (they extract text and exit)."""
+    _FORKING.allowed = True
+    try:
+        yield
+    finally:
+        _FORKING.allowed = False
 
 
 MIN_ITEMS = 16  # below this many documents or files, forking costs more than it saves

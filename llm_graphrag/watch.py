@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
-from . import plugins
+from . import parallel, plugins
 from .ingest import (
     ingest_docs,
     move_document,
@@ -56,9 +56,12 @@ class Watcher:
     ``start()`` returns once the writer thread runs (it catches up first); ``stop()``
     lets the file in progress finish (each file is its own transaction, so an
     interrupted one rolls back) and leaves what is still queued for the next start.
+    ``workers``: extraction processes the writer thread forks for a batch (default: one
+    per CPU for a batch of ``parallel.MIN_ITEMS`` files or more, as ``ingest`` does; 0:
+    none).
     """
 
-    def __init__(self, database, folders, *, debounce_ms=DEFAULT_DEBOUNCE_MS, workers=0, tags=None, log=None):
+    def __init__(self, database, folders, *, debounce_ms=DEFAULT_DEBOUNCE_MS, workers=None, tags=None, log=None):
         self.database = str(database)
         self.folders = [os.path.abspath(str(f)) for f in folders]
         missing = [f for f in self.folders if not os.path.isdir(f)]
@@ -167,6 +170,10 @@ class Watcher:
     # -- the writer thread -----------------------------------------------------------
 
     def _run(self, catch_up):
+        with parallel.forking_thread():  # its workers only extract: see ``parallel.forking_thread``
+            self._write(catch_up)
+
+    def _write(self, catch_up):
         from .db import open_database
 
         db = open_database(self.database)

@@ -51,6 +51,20 @@ def test_no_workers_are_forked_from_a_thread():
     assert parallel.default_workers() >= 1
 
 
+def test_a_forking_thread_may_fork_workers_while_it_says_so():
+    found = []
+
+    def run():
+        with parallel.forking_thread():
+            found.append(parallel.default_workers())
+        found.append(parallel.default_workers())
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert found == [os.cpu_count(), 0]
+
+
 def test_worker_count(monkeypatch):
     monkeypatch.setattr(parallel, "default_workers", lambda: 4)
     small, large = parallel.MIN_ITEMS - 1, parallel.MIN_ITEMS

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
+from llm_graphrag import parallel
 from llm_graphrag.cli import graphrag
 from llm_graphrag.db import open_database
 from llm_graphrag.ingest import ingest_docs, orphaned_entities
@@ -468,3 +469,37 @@ def test_a_rewritten_document_leaves_its_entities_to_its_extraction(tmp_path):
     clean = open_database(tmp_path / "clean.db")
     ingest_docs(clean, [str(folder)], workers=0)
     assert snapshot(db) == snapshot(clean)
+
+
+def test_a_burst_is_extracted_by_worker_processes_as_a_clean_ingest_is(tmp_path, monkeypatch):
+    """A batch of ``parallel.MIN_ITEMS`` files or more is extracted by processes the
+    writer thread forks (``parallel.forking_thread``), one per CPU as ``ingest`` does, and
+    stores what a clean ingest of the folder stores."""
+    pages = sorted((pathlib.Path(__file__).parent / "data" / "python-docs").glob("*.rst.txt"))[: parallel.MIN_ITEMS]
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    forked = []
+    real_map = parallel.ordered_map
+
+    def recording(function, items, workers, **kwargs):
+        forked.append((function.__name__, workers))
+        return real_map(function, items, workers, **kwargs)
+
+    monkeypatch.setattr(parallel, "ordered_map", recording)
+    watcher = Watcher(tmp_path / "live.db", [folder], debounce_ms=2000).start()  # one batch, even on a busy machine
+    try:
+        for page in pages:
+            shutil.copy(page, folder / page.name)
+        time.sleep(2.1)
+        assert watcher.wait_idle(300)
+    finally:
+        watcher.stop()
+    assert watcher.state["files_processed"] == len(pages)
+    assert ("_extract_document", os.cpu_count()) in forked
+    monkeypatch.undo()
+    clean = open_database(tmp_path / "clean.db")
+    ingest_docs(clean, [str(folder)])
+    live = open_database(tmp_path / "live.db")
+    assert_consistent(live)
+    whole, other = snapshot(clean), snapshot(live)
+    assert {t for t in ORDER_FREE + LINKED if whole[t] != other[t]} == set()
