@@ -115,13 +115,29 @@ AGAIN_SETTING = "extraction_again"
 
 def _again_rounds(db, again, settings, workers, found=None):
     """Extract ``again`` documents again, and those that finds, ``AGAIN_ROUNDS`` times at most
-    (what ``found`` kept of them is linked again, not extracted again)."""
+    (what ``found`` kept of them is linked again, not extracted again). A round that links
+    them as they were and finds the same documents again has reached where they stay: the
+    next would do the same."""
     for _ in range(AGAIN_ROUNDS):
         if not again:
             break
-        _, again = _run(db, _pending(db, again, True), settings, None, workers, found=found)
+        before = _links(db, again)
+        _, after = _run(db, _pending(db, again, True), settings, None, workers, found=found)
+        if after == again and _links(db, again) == before:
+            break
+        again = after
     with db.atomic():
         db.execute("delete from graphrag_settings where key = ?", [AGAIN_SETTING])
+
+
+def _links(db, doc_ids):
+    """How the documents' mentions are linked: by span, the entity's norm and type."""
+    return db.execute(
+        "select m.doc_id, m.chunk_id, m.span_start, m.span_end, m.type, e.norm, e.type, m.link_score "
+        "from mentions m left join entities e on e.id = m.entity_id "
+        "where m.doc_id in (select value from json_each(?)) order by 1, 2, 3, 4, 5, 6, 7",
+        [json.dumps(doc_ids)],
+    ).fetchall()
 
 
 def _run(db, pending, settings, progress, workers, unfinished=None, found=None):

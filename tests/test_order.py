@@ -303,3 +303,34 @@ def test_a_one_or_two_letter_word_is_generic_or_not_whatever_the_order(tmp_path,
     ).fetchall()
     assert short(db) == short(clean)
     assert short(clean) == [("c", "-c", 1), ("io", "I/O", 2)]
+
+
+def test_extracting_again_stops_at_the_round_that_changes_nothing(tmp_path, monkeypatch):
+    """A page found again after every second extraction (its near-identical names: see
+    tests/data/python-init-config/README.md) stops when a round links it as before and finds
+    it again (``extract._again_rounds``): one round less than ``AGAIN_ROUNDS``, and what
+    every round would have stored."""
+    from llm_graphrag import extract
+
+    page = pathlib.Path(__file__).parent / "data" / "python-init-config" / "c-api_init_config.rst.txt"
+    rounds = []
+    real_run = extract._run
+
+    def counting(db, pending, *args, **kwargs):
+        totals, again = real_run(db, pending, *args, **kwargs)
+        rounds.append(again)
+        return totals, again
+
+    monkeypatch.setattr(extract, "_run", counting)
+    stopped = open_database(tmp_path / "stopped.db")
+    ingest_docs(stopped, [str(page)], workers=0)
+    assert rounds == [[1], [1], [1]] and extract.AGAIN_ROUNDS == 3
+    rounds.clear()
+    changing = iter(range(1000))
+    monkeypatch.setattr(extract, "_links", lambda db, doc_ids: next(changing))  # never the same
+    every = open_database(tmp_path / "every.db")
+    ingest_docs(every, [str(page)], workers=0)
+    assert rounds == [[1], [1], [1], [1]]
+    assert_consistent(stopped)
+    a, b = snapshot(stopped), snapshot(every)
+    assert {t for t in ORDER_FREE + LINKED if a[t] != b[t]} == set()
