@@ -145,7 +145,8 @@ def _negated(text, trigger_length):
 
 
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
-_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:the\s+|an?\s+)?$")
+# Coordination, with the trigger's preposition repeated: "specified by X and by Y".
+_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:the\s+|an?\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
 _WORDS = re.compile(r"\w+")
 MAX_GAP_WORDS = 5
@@ -245,6 +246,10 @@ def _copula_ok(between):
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
 
 
+_RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
+_APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
+
+
 def _left_of(group, position, masked, ends=None):
     ends = ends if ends is not None else [m.end for m in group]
     index = bisect_right(ends, position) - 1
@@ -252,6 +257,13 @@ def _left_of(group, position, masked, ends=None):
         return None, 0
     best = group[index]
     between = masked[best.end : position]
+    if _RELATIVE.match(between):
+        return best, 1  # "RFC 7159 (which obsoletes RFC 4627)", "X, which uses Y"
+    if _APPOSITION_END.match(between) and index:
+        head = _apposition_head(group, index, masked)
+        if head is not None:
+            return head, 1  # "Django, being a web framework, needs": Django needs
+    between = between[1:] if between.startswith(")") else between  # "X (Y) is": Y
     if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between):
         first = group[0]
         if first.end <= position and first is not best:
@@ -264,6 +276,27 @@ def _left_of(group, position, masked, ends=None):
         if index and not masked[group[index - 1].end : best.start].strip():
             return group[index - 1], gap  # ":mod:`sqlite3` module was written by" -> sqlite3
     return best, gap
+
+
+# What opens an insertion the verb after it skips: "being ..." or a participle ("specified by").
+_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s)")
+
+
+def _apposition_head(group, index, masked):
+    """The mention a comma-enclosed insertion follows: in "JSON, specified by RFC 7159,
+    is a format" the insertion ends at ``group[index]`` and the head is JSON."""
+    start = group[index].start
+    comma = masked.rfind(",", group[0].end, start)
+    if comma < 0:
+        return None
+    if not _INSERTION.match(masked, comma + 1):
+        return None
+    for m in reversed(group[:index]):
+        if m.end <= comma:
+            if masked[m.end : comma].strip(" \t\n)") or "(" in masked[m.end : comma]:
+                return None
+            return m
+    return None
 
 
 def _rights_of(group, position, masked, s_end, starts=None):

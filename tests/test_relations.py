@@ -194,3 +194,30 @@ def test_a_negated_trigger_states_no_relation():
 )
 def test_subclass_instance_and_inheritance_are_is_a(text, expected):
     assert candidates(text, relations.pattern_relations) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # An insertion between commas, opened by "being" or a participle, is skipped.
+        ("Tidepool, being a message broker, needs a disk cache.", [
+            ("Tidepool", "is_a", "message broker", 0.6, 1.0),
+            ("Tidepool", "depends_on", "disk cache", 0.85, 0.769),
+        ]),
+        # ...and the trigger's preposition may be repeated in a coordination.
+        ("Estuary, specified by RFC 9999 and by ECMA-999, is a data exchange format.", [
+            ("RFC 9999", "defines", "Estuary", 0.8, 1.0),
+            ("ECMA-999", "defines", "Estuary", 0.8, 1.0),
+            ("Estuary", "is_a", "data exchange format", 0.6, 0.87),
+        ]),
+        # A relative clause's verb has the mention before "which" as its subject.
+        ("RFC 9999 (which obsoletes RFC 8888) is short.", [("RFC 9999", "refers_to", "RFC 8888", 0.6, 0.87)]),
+        ("Basin talks to Heron, which uses Kestrel.", [("Heron", "uses", "Kestrel", 0.8, 0.87)]),
+        # An insertion opened otherwise is not skipped.
+        ("Tidepool, as a message broker, needs a disk cache.", [
+            ("message broker", "depends_on", "disk cache", 0.85, 0.87),
+        ]),
+    ],
+)
+def test_insertions_and_relative_clauses(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
