@@ -68,15 +68,16 @@ _ADV = r"(?:\w+ly\s+)?"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
-    (r"\b(?:uses|use|used|using|utili[sz]es|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
+    (r"\b(?:uses|use|used|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
     (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
-    (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
+    (rf"\b(?:{_BE}|remains?|becomes?|became)\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b|\bfound\s+in\b", "part_of", 0.75, False),
     (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
     (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
     (rf"\b{_BE}\s+{_ADV}configured\s+(?:via|through|with|by|using|in|from)\b", "configured_via", 0.85, False),
-    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)\s+by\b", "owned_by", 0.8, False),
+    # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
+    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
@@ -105,7 +106,8 @@ TRIGGER_LEADS = frozenset(
     causes cause caused leads lead led results result triggers produces produce produced
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
-    abbreviated aka inherits inherit inheriting derives derived subclasses""".split()
+    abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
+    becomes become became utilizing utilising""".split()
 )
 
 
@@ -134,6 +136,7 @@ _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|n
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
+_NOT_ONLY = re.compile(r"\bnot (?:only|just|merely|simply)\b", re.I)
 
 
 def _negated(text, trigger_length):
@@ -141,6 +144,8 @@ def _negated(text, trigger_length):
     included with", "is never used by", "doesn't require"."""
     before = _NEGATION_WORDS.findall(text[: len(text) - trigger_length])[-3:]
     inside = _NEGATION_WORDS.findall(text[len(text) - trigger_length :])
+    if _NOT_ONLY.search(" ".join(before + inside)):
+        return False  # "it not only remains part of": no denial
     return any(w.lower() in _NEGATIONS or w.lower().endswith(("n't", "n’t")) for w in before + inside)
 
 

@@ -221,3 +221,19 @@ def test_subclass_instance_and_inheritance_are_is_a(text, expected):
 )
 def test_insertions_and_relative_clauses(text, expected):
     assert candidates(text, relations.pattern_relations) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Basin is written, tested, and packaged quietly by Data Products.", [
+            ("Basin", "owned_by", "Data Products", 0.8, 1.0),
+        ]),
+        ("Basin became part of Insight.", [("Basin", "part_of", "Insight", 0.8, 1.0)]),
+        # "not only" denies nothing; "not" does.
+        ("Basin not only remains part of Insight.", [("Basin", "part_of", "Insight", 0.8, 0.769)]),
+        ("Basin is not part of Insight.", []),
+    ],
+)
+def test_coordinated_participles_and_part_of_verbs(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
