@@ -125,9 +125,10 @@ def _trie(words):
 
 
 # All triggers in one expression, tried in the order above at each position. The guards
-# make the scan cheap: the alternatives only run where a word start holds a lead word.
+# make the scan cheap: the alternatives only run where a word start holds a lead word, or at
+# a comma (which follows a word: "Tk, a toolkit").
 _TRIGGERS = re.compile(
-    r"(?<![A-Za-z0-9_])(?=" + _trie(TRIGGER_LEADS) + r"\b|convert|,)(?:"
+    r"(?:(?<![A-Za-z0-9_])(?=" + _trie(TRIGGER_LEADS) + r"\b|convert)|(?=,))(?:"
     + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS))
     + ")"
 )
@@ -216,11 +217,19 @@ def pattern_relations(chunk, mentions, context):
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
                 continue  # "has not been included with": what a sentence denies is no relation
             left, left_gap = _left_of(group, t_start, masked, ends)
-            rights = _rights_of(group, t_end, masked, s_end, starts)
+            rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             if left is None or not rights:
                 continue
-            if rel == "is_a" and weight <= 0.6 and not _copula_ok(masked[t_end : rights[0][0].start]):
-                continue
+            if match.group().startswith(",") and _SUBORDINATE.match(masked, s_start, t_start) and "," not in masked[s_start:t_start]:
+                continue  # "If X needs Y, a list ...": the comma ends a clause, no apposition
+            if match.group().startswith(",") and _LIST_GOES_ON.match(masked, rights[0][0].end):
+                continue  # "X, a Y and a Z": a list, no apposition
+            if rel == "is_a" and weight <= 0.6 and (
+                not _copula_ok(masked[t_end : rights[0][0].start])
+                or not match.group().startswith(",")
+                and _AFTER_PREPOSITION.search(masked, max(s_start, left.start - 12), left.start)
+            ):
+                continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
             used.add((t_start, t_end))
             lefts = _left_list(group, left, masked) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
             for right, right_gap in rights:
@@ -231,6 +240,7 @@ def pattern_relations(chunk, mentions, context):
                         continue
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
+        found.extend(_colon_lists(group, masked, sentence))
         if subject is not None:
             for match in _SEE.finditer(masked, s_start, s_end):
                 for right, gap in _rights_of(group, match.end(), masked, s_end):
@@ -248,7 +258,10 @@ def _copula_ok(between):
     )
 
 
+_LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
+_SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
+_AFTER_PREPOSITION = re.compile(r"\b(?:" + "|".join(sorted(_PREPOSITIONS - {"available"})) + r")\s+(?:the\s+|an?\s+)?$")
 
 
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
@@ -304,8 +317,9 @@ def _apposition_head(group, index, masked):
     return None
 
 
-def _rights_of(group, position, masked, s_end, starts=None):
-    """The first mention after ``position`` and those coordinated with it ("X, Y and Z")."""
+def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
+    """The first mention after ``position`` and those coordinated with it ("X, Y and Z"),
+    up to the comma that closes an opening clause ("If X needs Y, a list ...")."""
     result = []
     starts = starts if starts is not None else [m.start for m in group]
     i = bisect_left(starts, position)
@@ -322,7 +336,10 @@ def _rights_of(group, position, masked, s_end, starts=None):
             first, i = following, i + 1  # "internet RFC 1321" -> RFC 1321
     result.append((first, gap))
     previous = first
+    clause = s_start is not None and _SUBORDINATE.match(masked, s_start) and "," not in masked[s_start:position]
     for m in group[i + 1 :]:
+        if clause and "," in masked[previous.end : m.start]:
+            break
         if _COORD.match(masked[previous.end : m.start]):
             result.append((m, gap))
             previous = m
@@ -339,6 +356,28 @@ def _left_list(group, left, masked):
         i -= 1
         result.append(group[i])
     return result
+
+
+_COLON = re.compile(r"^\s*:\s*$")
+
+
+def _colon_lists(group, masked, sentence):
+    """``two interfaces: WSGI and ASGI``: the names listed after a plural noun and a colon
+    are each one of them."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if a.type != "concept" or not a.name.endswith("s") or not _COLON.match(masked[a.end : b.start]):
+            continue
+        items = [b]
+        for m in group[i + 2 :]:
+            if not _COORD.match(masked[items[-1].end : m.start]):
+                break
+            items.append(m)
+        found.extend(
+            RelationCandidate(m, a, "is_a", 0.6, 1.0, sentence, "patterns")
+            for m in items if m.type not in ("concept", "version", "DATE", "step")
+        )
+    return found
 
 
 _PAREN = re.compile(r"^\s*\(\s*$")

@@ -146,7 +146,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     ]
     assert len(phrases) == len(relations._PATTERNS)
     unguarded = re.compile(
-        r"(?<![A-Za-z0-9_])(?=[a-z,])(?:"
+        r"(?:(?<![A-Za-z0-9_])(?=[a-z])|(?=,))(?:"
         + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(relations._PATTERNS))
         + ")"
     )
@@ -236,4 +236,40 @@ def test_insertions_and_relative_clauses(text, expected):
     ],
 )
 def test_coordinated_participles_and_part_of_verbs(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_names_listed_after_a_plural_noun_and_a_colon_are_each_one():
+    assert candidates("Basin reads two formats: Parquet, Avro and CSV.", relations.pattern_relations) == [
+        ("Parquet", "is_a", "formats", 0.6, 1.0),
+        ("Avro", "is_a", "formats", 0.6, 1.0),
+        ("CSV", "is_a", "formats", 0.6, 1.0),
+    ]
+    # Not after a singular noun, and not prose concepts.
+    assert candidates("Basin reads one format: Parquet.", relations.pattern_relations) == []
+    assert candidates("Basin reads two formats: tables and logs.", relations.pattern_relations) == []
+
+
+def test_no_copula_subject_after_a_preposition():
+    # "the two supported by Kestrel are ...": Kestrel is not what the sentence says is X...
+    assert candidates("The two supported by Kestrel are Basin and Heron.", relations.pattern_relations) == []
+    # ...but an apposition may follow a preposition.
+    assert candidates("It is written by Kestrel, a data team.", relations.pattern_relations) == [
+        ("Kestrel", "is_a", "data team", 0.55, 1.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # "X, a Y" after a word (not only after markup) is an apposition...
+        ("It holds the sources for Basin, a message broker.", [("Basin", "is_a", "message broker", 0.55, 1.0)]),
+        # ...but not where the comma closes an opening clause or phrase...
+        ("If Basin needs another broker, a list of options is kept.", [("Basin", "depends_on", "broker", 0.85, 0.87)]),
+        ("In Basin, a message broker is built in.", []),
+        # ...nor in a list.
+        ("It holds Basin, a message broker and a disk cache.", []),
+    ],
+)
+def test_appositions_after_a_comma(text, expected):
     assert candidates(text, relations.pattern_relations) == expected
