@@ -893,7 +893,22 @@ def pattern_mentions(chunk, context):
         mentions.append(Mention(match.group(), "id", match.start(), match.end(), 0.9, {"regex": "id"}, extractor="patterns"))
     for match in _YEAR.finditer(masked) if _YEAR_DIGITS.search(masked) else ():
         mentions.append(Mention(match.group(1), "DATE", match.start(1), match.end(1), 0.8, {"regex": "year"}, extractor="patterns"))
+    for match in _CITED_TITLE.finditer(masked) if "ee " in masked else ():  # "See", "see"
+        title = match.group(1)
+        if len(title.split()) <= 8 and title.lower() not in HEADING_STOPLIST:
+            mentions.append(Mention(title, "term", match.start(1), match.end(1), 0.8, {"cited": True}, extractor="patterns"))
     return mentions
+
+
+# "See Middleware ordering.", "See the Cross Site Request Forgery protection documentation",
+# "See Authentication using REMOTE_USER for usage details": a section's title, cited in
+# plain text (an HTML page's links are plain text once loaded). Capitalised, to the end of
+# the sentence or a "for ..." that says why; a closing "documentation" or "section" is no
+# part of it.
+_CITED_TITLE = re.compile(
+    r"[Ss](?<![\w-][Ss])ee (?:also )?(?:the )?([A-Z][\w’'/-]*(?: (?!for )[\w’'/-]+)*?)"
+    r"(?: (?:documentation|docs|section|chapter|page))?(?= for [^.\n]*\.(?:\s|$)|\.(?:\s|$))"
+)
 
 
 _CODE_TOKEN = re.compile(

@@ -188,6 +188,7 @@ def pattern_relations(chunk, mentions, context):
     subject = context.cache.get("subject")
     found = []
     groups = _by_sentence(mentions)
+    items = None  # documented items, found when a "see" needs them
     triggers = {}
     for index, group in groups.items():
         if len(group) < 2:
@@ -241,13 +242,40 @@ def pattern_relations(chunk, mentions, context):
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_colon_lists(group, masked, sentence))
-        if subject is not None:
-            for match in _SEE.finditer(masked, s_start, s_end):
-                for right, gap in _rights_of(group, match.end(), masked, s_end):
-                    if right.type in ("concept", "version", "DATE") or right.norm == subject.norm or right.name.lower() in KIND_NOUNS:
-                        continue
-                    found.append(RelationCandidate(subject, right, "cites", 0.7, 1.0 / (1.0 + 0.15 * gap), sentence, "patterns"))
+        for match in _SEE.finditer(masked, s_start, s_end):
+            if items is None:
+                items = _documented_items(chunk.text, mentions)
+            # The citing thing: the item documented above ("class `X`:"), or the subject.
+            k = bisect_left(items, (match.start(),)) - 1
+            owner = items[k][1] if k >= 0 else subject
+            if owner is None:
+                continue
+            for right, gap in _rights_of(group, match.end(), masked, s_end):
+                if right.type in ("concept", "version", "DATE") or right.norm == owner.norm or right.name.lower() in KIND_NOUNS:
+                    continue
+                if right.features.get("cited") and k < 0:
+                    continue  # a title in plain text: cited by the item above it only
+                found.append(RelationCandidate(owner, right, "cites", 0.7, 1.0 / (1.0 + 0.15 * gap), sentence, "patterns"))
     return found
+
+
+# A line that names one documented code item: "class `CsrfViewMiddleware`[source]:",
+# "### `CSRF_USE_SESSIONS`", "exception Foo:".
+_ITEM_LINE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]+)?(?:(?:class|exception|function|method|attribute|data|property|setting)[ \t]+)?"
+    r"`?[A-Za-z_][\w.]*(?:\(\))?`?(?:\[source\])?[ \t]*:?[ \t]*$",
+    re.M,
+)
+
+
+def _documented_items(text, mentions):
+    """``[(line start, code mention)]`` of the lines that name one documented item."""
+    items = []
+    for line in _ITEM_LINE.finditer(text):
+        code = [m for m in mentions if m.type == "code" and line.start() <= m.start < line.end() and not m.features.get("coref")]
+        if len(code) == 1:
+            items.append((line.start(), code[0]))
+    return items
 
 
 def _copula_ok(between):

@@ -874,3 +874,18 @@ def test_a_list_of_code_spans_has_a_sentence_per_item(tmp_path):
     assert graph.db.execute("select name, type from entities where name like 'Py%' order by name").fetchall() == [
         ("PyCodec_RegisterError", "code"), ("PyCodec_ReplaceErrors", "code"), ("PyGC_Collect", "code"),
     ]
+
+
+def test_a_section_title_cited_in_plain_text_is_a_term():
+    text = (
+        "See Rotating keys for usage details. See the Station Registry documentation. "
+        "See Ingest gateway ordering. See below. see it. See also Tide tables."
+    )
+    cited = [
+        (m.name, m.type) for m in mentions_of(text, extractors=(extraction.pattern_mentions,))
+        if m.features.get("cited")
+    ]
+    assert cited == [
+        ("Rotating keys", "term"), ("Station Registry", "term"), ("Ingest gateway ordering", "term"),
+        ("Tide tables", "term"),
+    ]

@@ -273,3 +273,19 @@ def test_no_copula_subject_after_a_preposition():
 )
 def test_appositions_after_a_comma(text, expected):
     assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_see_under_a_documented_item_is_cited_by_that_item():
+    text = (
+        "class `TidepoolMiddleware`:\n\nAdds the station to every request. See Station lookups.\n\n"
+        "### `TIDEPOOL_CACHE`\n\nWhere stations are cached. See Cache backends for usage details.\n"
+    )
+    found = candidates(text, relations.pattern_relations, title="Middleware")
+    assert [f for f in found if f[1] == "cites"] == [
+        ("TidepoolMiddleware", "cites", "Station lookups", 0.7, 1.0),
+        ("TIDEPOOL_CACHE", "cites", "Cache backends", 0.7, 1.0),
+    ]
+    # Without a documented item above it, a title seen only in plain text is not cited by
+    # the page's subject; a name or code span still is.
+    found = candidates("See Station lookups. See `tidepool.cache`.", relations.pattern_relations, title="Tidepool")
+    assert found == [("Tidepool", "cites", "tidepool.cache", 0.7, 1.0)]
