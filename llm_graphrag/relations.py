@@ -256,7 +256,58 @@ def pattern_relations(chunk, mentions, context):
                 if right.features.get("cited") and k < 0:
                     continue  # a title in plain text: cited by the item above it only
                 found.append(RelationCandidate(owner, right, "cites", 0.7, 1.0 / (1.0 + 0.15 * gap), sentence, "patterns"))
+    if "\n" in chunk.text:
+        found = _definitions(chunk, groups, analysis, found)
     return found
+
+
+_OPENING = re.compile(r"\s*(?:(?:the|an?)\s+)?$", re.I)
+
+
+def _definitions(chunk, groups, analysis, found):
+    """A definition's opening noun phrase is the term it defines: under "global interpreter
+    lock" (a definition list) or "class `RemoteUserMiddleware`:", the body "The mechanism
+    used by CPython..." or "Middleware for ..." says the term is a mechanism, used by CPython."""
+    text, masked = chunk.text, analysis.masked
+    stands_for = {}
+    for index, group in groups.items():
+        s_start = analysis.sentences[index][0]
+        line_start = text.rfind("\n", 0, s_start) + 1
+        if text[line_start:s_start].strip() or not line_start:
+            continue  # not at a line's start, or the chunk's first line
+        opening = group[0]
+        if opening.type != "concept" or not _OPENING.match(masked[s_start : opening.start]):
+            continue
+        previous_end = len(text[:line_start].rstrip())
+        previous_start = text.rfind("\n", 0, previous_end) + 1
+        term = _defined_term(text, groups.get(index - 1, ()), previous_start, previous_end, line_start, s_start)
+        if term is not None and term.norm != opening.norm:
+            stands_for[opening] = term
+            found.append(RelationCandidate(term, opening, "is_a", 0.6, 1.0, text[s_start : analysis.sentences[index][1]], "structure"))
+    if not stands_for:
+        return found
+    for c in found:
+        if c.extractor == "patterns":
+            c.src = stands_for.get(c.src, c.src)
+            c.dst = stands_for.get(c.dst, c.dst)
+    return [c for c in found if c.src.norm != c.dst.norm]
+
+
+def _defined_term(text, previous, line_start, line_end, body_start, s_start):
+    """The mention a definition's body defines: the one mention its term line holds, a
+    documented item's line ("class `X`:") or a definition list's term, indented less."""
+    line = text[line_start:line_end]
+    inside = [m for m in previous if line_start <= m.start and m.end <= line_end]
+    code = [m for m in inside if m.type == "code"]
+    if len(code) == 1 and _ITEM_LINE.match(line):
+        return code[0]
+    if len(inside) != 1:
+        return None
+    term = inside[0]
+    indent = len(line) - len(line.lstrip())
+    if body_start == line_end + 1 and s_start - body_start > indent and not text[line_start:term.start].strip() and not line[term.end - line_start :].strip():
+        return term  # a definition list: the body right under its term, indented more
+    return None
 
 
 # A line that names one documented code item: "class `CsrfViewMiddleware`[source]:",

@@ -289,3 +289,23 @@ def test_see_under_a_documented_item_is_cited_by_that_item():
     # the page's subject; a name or code span still is.
     found = candidates("See Station lookups. See `tidepool.cache`.", relations.pattern_relations, title="Tidepool")
     assert found == [("Tidepool", "cites", "tidepool.cache", 0.7, 1.0)]
+
+
+def test_a_definitions_opening_noun_phrase_stands_for_its_term():
+    glossary = (
+        "tide gauge\n"
+        "   The instrument used by the :term:`Harbour Office` to log water levels.\n"
+        "   It is read hourly.\n"
+    )
+    assert candidates(glossary, relations.pattern_relations) == [
+        ("Harbour Office", "uses", "tide gauge", 0.8, 0.87),
+        ("tide gauge", "is_a", "instrument", 0.6, 1.0),
+    ]
+    item = "class `TidepoolMiddleware`: \n\nMiddleware for station lookups.\n"
+    assert candidates(item, relations.pattern_relations) == [
+        ("TidepoolMiddleware", "is_a", "Middleware", 0.6, 1.0),
+    ]
+    # A paragraph after an ordinary line defines nothing.
+    assert candidates("Stations report hourly.\n\nThe gauge is used by Basin.\n", relations.pattern_relations) == [
+        ("Basin", "uses", "gauge", 0.8, 1.0),
+    ]
