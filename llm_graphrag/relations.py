@@ -68,7 +68,7 @@ _ADV = r"(?:\w+ly\s+)?"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
-    (r"\b(?:uses|use|used|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
+    (r"\b(?:uses|use|used(?!\s+to\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
     (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
     (rf"\b(?:{_BE}|remains?|becomes?|became)\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
@@ -217,7 +217,7 @@ def pattern_relations(chunk, mentions, context):
                 continue
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
                 continue  # "has not been included with": what a sentence denies is no relation
-            left, left_gap = _left_of(group, t_start, masked, ends)
+            left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             if left is None or not rights:
                 continue
@@ -340,14 +340,31 @@ def _copula_ok(between):
 _LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
-_AFTER_PREPOSITION = re.compile(r"\b(?:" + "|".join(sorted(_PREPOSITIONS - {"available"})) + r")\s+(?:the\s+|an?\s+)?$")
+_AFTER_PREPOSITION = re.compile(
+    r"\b(?:" + "|".join(sorted(_PREPOSITIONS - {"available"} | {
+        "behind", "below", "above", "across", "along", "among", "between", "beyond", "near", "through",
+        "within", "without", "inside", "outside", "around", "toward", "towards", "against", "during", "via",
+    })) + r")\s+(?:the\s+|an?\s+)?$"
+)
+
+
+_NOT_FINITE = frozenset("found known built powered such like as originally also often commonly aka called".split())
+
+
+def _finite(trigger):
+    """Whether a trigger opens with a verb that has a subject ("uses", "is part of"), not a
+    participle ("used by", "specified in") that can hang on any noun, nor a comma."""
+    first = trigger.split(None, 1)[0].lower() if trigger.strip() else ""
+    return bool(first) and first[0].isalpha() and not first.endswith(("ed", "ing")) and first not in _NOT_FINITE
 
 
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
 
 
-def _left_of(group, position, masked, ends=None):
+def _left_of(group, position, masked, ends=None, finite=False):
+    """The mention a trigger at ``position`` has on its left, and the words between;
+    ``finite``: the trigger is a verb that needs a subject, not a participle or a comma."""
     ends = ends if ends is not None else [m.end for m in group]
     index = bisect_right(ends, position) - 1
     if index < 0:
@@ -372,6 +389,13 @@ def _left_of(group, position, masked, ends=None):
     if best.type == "concept" and best.name in KIND_NOUNS:
         if index and not masked[group[index - 1].end : best.start].strip():
             return group[index - 1], gap  # ":mod:`sqlite3` module was written by" -> sqlite3
+    preposition = _AFTER_PREPOSITION.search(masked, max(0, best.start - 16), best.start) if finite else None
+    if preposition is not None:
+        # "the water behind a dam forms a pond": a prepositional object is no subject; the
+        # noun it hangs on is ("the cache of Basin uses" -> cache), if it is a mention.
+        if index and not masked[group[index - 1].end : preposition.start()].strip():
+            return group[index - 1], gap + 1
+        return None, 0
     return best, gap
 
 

@@ -309,3 +309,20 @@ def test_a_definitions_opening_noun_phrase_stands_for_its_term():
     assert candidates("Stations report hourly.\n\nThe gauge is used by Basin.\n", relations.pattern_relations) == [
         ("Basin", "uses", "gauge", 0.8, 1.0),
     ]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # "used to" + a verb states a purpose, not what is used.
+        ("A gauge is a tool used to measure salinity.", [("gauge", "is_a", "tool", 0.6, 1.0)]),
+        # A verb's subject is no prepositional object: the noun the phrase hangs on is...
+        ("The cache of Basin uses Kestrel.", [("cache", "uses", "Kestrel", 0.8, 0.87)]),
+        # ...or, when that is no mention, nothing.
+        ("The silt that settles behind a weir forms a delta.", []),
+        # A participle hangs on the noun right before it, wherever that stands.
+        ("The details of the wire format used by Basin are long.", [("Basin", "uses", "wire format", 0.8, 1.0)]),
+    ],
+)
+def test_purpose_and_prepositional_objects(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
