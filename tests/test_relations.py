@@ -326,3 +326,10 @@ def test_a_definitions_opening_noun_phrase_stands_for_its_term():
 )
 def test_purpose_and_prepositional_objects(text, expected):
     assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_a_present_participle_produces():
+    assert candidates("Basin ships a command line tool producing `.tide` and `.wave` files.", relations.pattern_relations) == [
+        ("command line tool", "produces", ".tide", 0.7, 1.0),
+        ("command line tool", "produces", ".wave", 0.7, 1.0),
+    ]
