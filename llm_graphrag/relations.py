@@ -242,6 +242,7 @@ def pattern_relations(chunk, mentions, context):
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_colon_lists(group, masked, sentence))
+        found.extend(_named_kinds(group, masked, sentence))
         for match in _SEE.finditer(masked, s_start, s_end):
             if items is None:
                 items = _documented_items(chunk.text, mentions)
@@ -459,6 +460,22 @@ def _left_list(group, left, masked):
         i -= 1
         result.append(group[i])
     return result
+
+
+_THE = re.compile(r"\b[Tt]he\s+$")
+
+
+def _named_kinds(group, masked, sentence):
+    """``the `unittest` unit testing framework``: a name with its kind after it, the kind
+    a phrase of several words (a single kind noun, "the `json` module", says little)."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if (
+            a.type == "code" and b.type == "concept" and " " in b.name
+            and not masked[a.end : b.start].strip() and _THE.search(masked, max(0, a.start - 5), a.start)
+        ):
+            found.append(RelationCandidate(a, b, "is_a", 0.6, 1.0, sentence, "patterns"))
+    return found
 
 
 _COLON = re.compile(r"^\s*:\s*$")

@@ -333,3 +333,13 @@ def test_a_present_participle_produces():
         ("command line tool", "produces", ".tide", 0.7, 1.0),
         ("command line tool", "produces", ".wave", 0.7, 1.0),
     ]
+
+
+def test_a_code_name_followed_by_its_kind():
+    assert candidates("The `tidepool` message queue library is small.", relations.pattern_relations) == [
+        ("tidepool", "is_a", "message queue library", 0.6, 1.0),
+    ]
+    # A capitalised name before a phrase is its modifier ("the Basin standard library"),
+    # and one kind noun alone says little.
+    assert candidates("The Basin standard library is small.", relations.pattern_relations) == []
+    assert candidates("The `tidepool` module is small.", relations.pattern_relations) == []
