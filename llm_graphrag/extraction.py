@@ -1135,7 +1135,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
     cls = word_class(low)
     if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (
         prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only")
-    ) and k >= 2 and tokens[k - 2][2].lower() in MODALS:
+    ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):
         if cls in ("ambiguous", "noun", "verb") and not (prev_word == "to" and low.endswith("ing") and cls == "noun"):
             return "verb"
     if cls == "ambiguous":

@@ -889,3 +889,8 @@ def test_a_section_title_cited_in_plain_text_is_a_term():
         ("Rotating keys", "term"), ("Station Registry", "term"), ("Ingest gateway ordering", "term"),
         ("Tide tables", "term"),
     ]
+
+
+def test_a_verb_after_a_subject_pronoun_and_an_adverb_is_no_noun():
+    found = names(mentions_of("The gateway is fast, but it only supports tide tables.", extractors=(extraction.concept_mentions,)))
+    assert found == [("gateway", "concept"), ("tide tables", "concept"), ("tables", "concept")]
