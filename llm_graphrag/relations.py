@@ -91,6 +91,7 @@ _PATTERNS = [
     (r"\b(?:causes|cause|caused|leads?\s+to|led\s+to|results?\s+in|triggers)\b", "causes", 0.8, False),
     (r"\b(?:produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|based|available|hosted)\s+(?:in|on|at|from)\b", "located_in", 0.8, False),
+    (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b", "located_in", 0.75, False),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
 ]
@@ -107,7 +108,7 @@ TRIGGER_LEADS = frozenset(
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became utilizing utilising producing generating""".split()
+    becomes become became utilizing utilising producing generating located situated hosted""".split()
 )
 
 

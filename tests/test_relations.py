@@ -142,7 +142,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
-        "A is located in B", "A supersedes B", "A, also known as B",
+        "A is located in B", "A hosted at B", "A supersedes B", "A, also known as B",
     ]
     assert len(phrases) == len(relations._PATTERNS)
     unguarded = re.compile(
@@ -343,3 +343,12 @@ def test_a_code_name_followed_by_its_kind():
     # and one kind noun alone says little.
     assert candidates("The Basin standard library is small.", relations.pattern_relations) == []
     assert candidates("The `tidepool` module is small.", relations.pattern_relations) == []
+
+
+def test_located_in_from_a_participle_without_a_verb():
+    assert candidates("Basin sends to the Tide Exchange hosted at tides.example.org.", relations.pattern_relations) == [
+        ("Tide Exchange", "located_in", "tides.example.org", 0.75, 1.0),
+    ]
+    assert candidates("Mailing lists are hosted by SourceHut.", relations.pattern_relations) == [
+        ("Mailing lists", "located_in", "SourceHut", 0.75, 0.87),
+    ]
