@@ -1575,7 +1575,7 @@ def coref_lite(chunk, mentions, analysis, subject=None):
         previous = None
         for back in (1, 2):
             if by_sentence.get(index - back):
-                previous = by_sentence[index - back][0]
+                previous = _sentence_subject(by_sentence[index - back], masked)
                 break
         if noun:
             if noun in _CODE_HINTS and subject is not None and subject.type == "code":
@@ -1601,6 +1601,18 @@ def coref_lite(chunk, mentions, analysis, subject=None):
         chain.append(mention)
         chain.sort(key=lambda m: m.start)
     return result
+
+
+_AFTER_PREPOSITION = re.compile(r"\b(?:by|of|in|on|at|to|for|from|with|into|about|under|over|via)\s+(?:the\s+|an?\s+)?$", re.I)
+
+
+def _sentence_subject(anchors, masked):
+    """A sentence's subject among its named mentions: the first that is no prepositional
+    object ("The type of cache supported by Django, Memcached is ...": Memcached)."""
+    for m in anchors:
+        if not _AFTER_PREPOSITION.search(masked, max(0, m.start - 16), m.start):
+            return m
+    return anchors[0]
 
 
 _EXPLETIVE = re.compile(r"(?:'s|’s|\s+(?:is|was|will be|would be|may be|can be|seems))(?:\s+(?:also|not|often|usually|now))?\s+(\w+)")

@@ -222,13 +222,15 @@ def pattern_relations(chunk, mentions, context):
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             if left is None or not rights:
                 continue
+            if rel != "is_a":
+                rights = rights + _examples(group, rights[-1][0], masked, rights[0][1])
             if match.group().startswith(",") and _SUBORDINATE.match(masked, s_start, t_start) and "," not in masked[s_start:t_start]:
                 continue  # "If X needs Y, a list ...": the comma ends a clause, no apposition
             if match.group().startswith(",") and _LIST_GOES_ON.match(masked, rights[0][0].end):
                 continue  # "X, a Y and a Z": a list, no apposition
             if rel == "is_a" and weight <= 0.6 and (
                 not _copula_ok(masked[t_end : rights[0][0].start])
-                or not match.group().startswith(",")
+                or _COPULA.match(match.group())
                 and _AFTER_PREPOSITION.search(masked, max(s_start, left.start - 12), left.start)
             ):
                 continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
@@ -340,6 +342,7 @@ def _copula_ok(between):
 
 
 _LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
+_COPULA = re.compile(_BE + r"\b")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
 _AFTER_PREPOSITION = re.compile(
@@ -450,6 +453,23 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
             previous = m
         else:
             break
+    return result
+
+
+_SUCH_AS = re.compile(r"\s*,?\s*(?:such\s+as|including|like)\s+(?:the\s+)?$")
+
+
+def _examples(group, last, masked, gap):
+    """The examples a right side names: "used by sites such as Facebook and Wikipedia"
+    is used by Facebook and by Wikipedia too."""
+    i = group.index(last) + 1
+    if i >= len(group) or not _SUCH_AS.match(masked[last.end : group[i].start]):
+        return []
+    result = [(group[i], gap + 2)]
+    for m in group[i + 1 :]:
+        if not _COORD.match(masked[result[-1][0].end : m.start]):
+            break
+        result.append((m, gap + 2))
     return result
 
 

@@ -894,3 +894,8 @@ def test_a_section_title_cited_in_plain_text_is_a_term():
 def test_a_verb_after_a_subject_pronoun_and_an_adverb_is_no_noun():
     found = names(mentions_of("The gateway is fast, but it only supports tide tables.", extractors=(extraction.concept_mentions,)))
     assert found == [("gateway", "concept"), ("tide tables", "concept"), ("tables", "concept")]
+
+
+def test_a_pronoun_takes_the_previous_sentence_subject_not_a_prepositional_object():
+    mentions = mentions_of("The fastest broker supported by Basin, Kestrel is small. It is used by Heron.")
+    assert [(m.surface, m.name) for m in mentions if m.antecedent] == [("It", "Kestrel")]

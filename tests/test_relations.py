@@ -352,3 +352,13 @@ def test_located_in_from_a_participle_without_a_verb():
     assert candidates("Mailing lists are hosted by SourceHut.", relations.pattern_relations) == [
         ("Mailing lists", "located_in", "SourceHut", 0.75, 0.87),
     ]
+
+
+def test_examples_after_such_as_share_the_relation():
+    assert candidates("Kestrel is used by stations such as Heron and Egret.", relations.pattern_relations) == [
+        ("stations", "uses", "Kestrel", 0.8, 1.0),
+        ("Heron", "uses", "Kestrel", 0.8, 0.769),
+        ("Egret", "uses", "Kestrel", 0.8, 0.769),
+        ("Heron", "is_a", "stations", 0.55, 1.0),
+        ("Egret", "is_a", "stations", 0.55, 1.0),
+    ]
