@@ -477,6 +477,8 @@ def _left_list(group, left, masked):
     """``left`` and the mentions coordinated before it: "wind, flowing water and moving ice"."""
     result = [left]
     i = group.index(left)
+    if left.features.get("coref"):
+        return result  # "..., and it remains": a pronoun opens a clause, in no list
     while i > 0 and _COORD.match(masked[group[i - 1].end : group[i].start]):
         i -= 1
         result.append(group[i])

@@ -362,3 +362,10 @@ def test_examples_after_such_as_share_the_relation():
         ("Heron", "is_a", "stations", 0.55, 1.0),
         ("Egret", "is_a", "stations", 0.55, 1.0),
     ]
+
+
+def test_a_pronoun_opens_a_clause_and_is_in_no_list():
+    text = "`basin` laid the ground for the ingest layer, and it remains part of Insight."
+    assert candidates(text, relations.pattern_relations, title="basin — the broker") == [
+        ("basin", "part_of", "Insight", 0.8, 1.0),
+    ]
