@@ -244,8 +244,10 @@ def pattern_relations(chunk, mentions, context):
                         continue
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
-        found.extend(_colon_lists(group, masked, sentence))
-        found.extend(_named_kinds(group, masked, sentence))
+        if ":" in sentence:
+            found.extend(_colon_lists(group, masked, sentence))
+        if "he " in sentence:
+            found.extend(_named_kinds(group, masked, sentence))
         for match in _SEE.finditer(masked, s_start, s_end):
             if items is None:
                 items = _documented_items(chunk.text, mentions)
