@@ -138,7 +138,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
     phrases = [
         "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
-        "A is bundled in B", "A contains B", "A integrates with B", "A is configured via B",
+        "A is bundled in B", "A appears in B", "A contains B", "A integrates with B", "A is configured via B",
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
@@ -369,3 +369,8 @@ def test_a_pronoun_opens_a_clause_and_is_in_no_list():
     assert candidates(text, relations.pattern_relations, title="basin — the broker") == [
         ("basin", "part_of", "Insight", 0.8, 1.0),
     ]
+
+
+def test_appearing_in_a_list_is_part_of_it():
+    text = "`TidepoolMiddleware` must appear in `MIDDLEWARE` before the cache."
+    assert candidates(text, relations.pattern_relations) == [("TidepoolMiddleware", "part_of", "MIDDLEWARE", 0.7, 0.87)]
