@@ -374,6 +374,8 @@ _LINK = re.compile(r"`([^`<\n]+?)\s*(?:<[^`>\n]*>)?`__?(?!\w)")
 # the literal is (ten times faster over python3.11-doc, the same matches).
 _CODE = re.compile(r"`(?<!``)([^`\n]+)`(?![`_])")
 _MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
+# Markdown's other bold, "__Zstandard__": capitalised, so no dunder name ("__init__").
+_UNDERSCORE_BOLD = re.compile(r"_(?<![\w]_)_([A-Z][^_\n]*?)__(?!\w)")
 _BOLD = re.compile(r"\*(?:\*([^*\n]+?)\*\*|(?<![\w*]\*)([^*\s][^*\n]*?)\*(?![\w*]))")
 # List, heading and quote markers at the start of the text, and after a line break;
 # table pipes go too (see ``_blank_markdown_marks``).
@@ -435,6 +437,7 @@ class Analysis:
         masked = _sub(_CODE, self._code, masked, "`")
         masked = _sub(_MD_LINK, self._mdlink, masked, "](")
         masked = _sub(_BOLD, self._bold, masked, "*")
+        masked = _sub(_UNDERSCORE_BOLD, self._underscore_bold, masked, "__")
         masked = _blank_markdown_marks(masked)
         self.masked = masked
         self._sentences = None
@@ -501,6 +504,9 @@ class Analysis:
 
     def _mdlink(self, match):
         return self._keep(match, 1, "link")
+
+    def _underscore_bold(self, match):
+        return self._keep(match, 1, "bold")
 
     def _bold(self, match):
         return self._keep(match, 1 if match.group(1) is not None else 2, "bold")

@@ -407,8 +407,9 @@ def _left_of(group, position, masked, ends=None, finite=False):
     return best, gap
 
 
-# What opens an insertion the verb after it skips: "being ..." or a participle ("specified by").
-_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s)")
+# What opens an insertion the verb after it skips: "being ...", a participle ("specified by")
+# or another name ("Zstandard, or zstd as short version, is").
+_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|or\s)")
 
 
 def _apposition_head(group, index, masked):

@@ -899,3 +899,8 @@ def test_a_verb_after_a_subject_pronoun_and_an_adverb_is_no_noun():
 def test_a_pronoun_takes_the_previous_sentence_subject_not_a_prepositional_object():
     mentions = mentions_of("The fastest broker supported by Basin, Kestrel is small. It is used by Heron.")
     assert [(m.surface, m.name) for m in mentions if m.antecedent] == [("It", "Kestrel")]
+
+
+def test_markdown_underscore_bold_is_a_term_and_a_dunder_name_is_code():
+    found = names(mentions_of("__Tidepool__ calls `__init__` and __init__ here.", extractors=(extraction.markup_mentions, extraction.identifier_mentions)))
+    assert found == [("Tidepool", "term"), ("__init__", "code"), ("__init__", "code")]

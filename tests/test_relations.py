@@ -374,3 +374,8 @@ def test_a_pronoun_opens_a_clause_and_is_in_no_list():
 def test_appearing_in_a_list_is_part_of_it():
     text = "`TidepoolMiddleware` must appear in `MIDDLEWARE` before the cache."
     assert candidates(text, relations.pattern_relations) == [("TidepoolMiddleware", "part_of", "MIDDLEWARE", 0.7, 0.87)]
+
+
+def test_an_insertion_giving_another_name_is_skipped():
+    text = "Tidepool, or `tp` as short version, is a message broker."
+    assert candidates(text, relations.pattern_relations) == [("Tidepool", "is_a", "message broker", 0.6, 0.87)]
