@@ -365,6 +365,10 @@ _BLANKED_DIRECTIVES = frozenset(
 )
 _DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.|\$ )[^\n]*$", re.M)
 _URL = re.compile(r"<?(?:https?|ftp)://[^\s>`)\]]+>?")
+# Inline HTML in Markdown ("## <a id="intro">1.</a> Introduction"): tags are markup.
+_HTML_TAG = re.compile(
+    r"</?(?:a|span|div|p|sup|sub|br|img|b|i|em|strong|kbd|code)(?:\s+[\w-]+(?:=(?:\"[^\"<>\n]*\"|'[^'<>\n]*'|[^\s<>]+))?)*\s*/?>"
+)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _ROLE = re.compile(r":([a-z][\w:+-]*):`([^`\n]+)`")
 _LITERAL = re.compile(r"``([^`\n]+?)``")
@@ -429,6 +433,7 @@ class Analysis:
         masked = _sub(_RST_LITERAL, lambda m: m.group(0)[:2] + _blank_text(m.group(0)[2:]), masked, "::")
         masked = _sub(_URL, _blank, masked, "://")
         masked = _sub(_EMAIL, _blank, masked, "@")
+        masked = _sub(_HTML_TAG, _blank, masked, "<a ", "</", "<br", "<img ", "<span ", "<div ", "<p>", "<sup", "<sub")
         masked = _sub(_FOOTNOTE, _blank, masked, "]_")
         masked = _RST_UNDERLINE.sub(_blank, masked)
         masked = _sub(_ROLE, self._role, masked, ":`")

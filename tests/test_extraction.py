@@ -904,3 +904,8 @@ def test_a_pronoun_takes_the_previous_sentence_subject_not_a_prepositional_objec
 def test_markdown_underscore_bold_is_a_term_and_a_dunder_name_is_code():
     found = names(mentions_of("__Tidepool__ calls `__init__` and __init__ here.", extractors=(extraction.markup_mentions, extraction.identifier_mentions)))
     assert found == [("Tidepool", "term"), ("__init__", "code"), ("__init__", "code")]
+
+
+def test_inline_html_tags_in_markdown_are_markup():
+    analysis = Analysis('## <a id="intro">1.</a> Introduction <br/> see :ref:`Tides <a-label>`')
+    assert analysis.masked.split() == ["1.", "Introduction", "see", "Tides"]
