@@ -365,6 +365,10 @@ _BLANKED_DIRECTIVES = frozenset(
 )
 _DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.|\$ )[^\n]*$", re.M)
 _URL = re.compile(r"<?(?:https?|ftp)://[^\s>`)\]]+>?")
+# Inline HTML in Markdown ("## <a id="intro">1.</a> Introduction"): tags are markup.
+_HTML_TAG = re.compile(
+    r"</?(?:a|span|div|p|sup|sub|br|img|b|i|em|strong|kbd|code)(?:\s+[\w-]+(?:=(?:\"[^\"<>\n]*\"|'[^'<>\n]*'|[^\s<>]+))?)*\s*/?>"
+)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _ROLE = re.compile(r":([a-z][\w:+-]*):`([^`\n]+)`")
 _LITERAL = re.compile(r"``([^`\n]+?)``")
@@ -374,6 +378,8 @@ _LINK = re.compile(r"`([^`<\n]+?)\s*(?:<[^`>\n]*>)?`__?(?!\w)")
 # the literal is (ten times faster over python3.11-doc, the same matches).
 _CODE = re.compile(r"`(?<!``)([^`\n]+)`(?![`_])")
 _MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
+# Markdown's other bold, "__Zstandard__": capitalised, so no dunder name ("__init__").
+_UNDERSCORE_BOLD = re.compile(r"_(?<![\w]_)_([A-Z][^_\n]*?)__(?!\w)")
 _BOLD = re.compile(r"\*(?:\*([^*\n]+?)\*\*|(?<![\w*]\*)([^*\s][^*\n]*?)\*(?![\w*]))")
 # List, heading and quote markers at the start of the text, and after a line break;
 # table pipes go too (see ``_blank_markdown_marks``).
@@ -427,6 +433,7 @@ class Analysis:
         masked = _sub(_RST_LITERAL, lambda m: m.group(0)[:2] + _blank_text(m.group(0)[2:]), masked, "::")
         masked = _sub(_URL, _blank, masked, "://")
         masked = _sub(_EMAIL, _blank, masked, "@")
+        masked = _sub(_HTML_TAG, _blank, masked, "<a ", "</", "<br", "<img ", "<span ", "<div ", "<p>", "<sup", "<sub")
         masked = _sub(_FOOTNOTE, _blank, masked, "]_")
         masked = _RST_UNDERLINE.sub(_blank, masked)
         masked = _sub(_ROLE, self._role, masked, ":`")
@@ -435,6 +442,7 @@ class Analysis:
         masked = _sub(_CODE, self._code, masked, "`")
         masked = _sub(_MD_LINK, self._mdlink, masked, "](")
         masked = _sub(_BOLD, self._bold, masked, "*")
+        masked = _sub(_UNDERSCORE_BOLD, self._underscore_bold, masked, "__")
         masked = _blank_markdown_marks(masked)
         self.masked = masked
         self._sentences = None
@@ -501,6 +509,9 @@ class Analysis:
 
     def _mdlink(self, match):
         return self._keep(match, 1, "link")
+
+    def _underscore_bold(self, match):
+        return self._keep(match, 1, "bold")
 
     def _bold(self, match):
         return self._keep(match, 1 if match.group(1) is not None else 2, "bold")
@@ -893,7 +904,22 @@ def pattern_mentions(chunk, context):
         mentions.append(Mention(match.group(), "id", match.start(), match.end(), 0.9, {"regex": "id"}, extractor="patterns"))
     for match in _YEAR.finditer(masked) if _YEAR_DIGITS.search(masked) else ():
         mentions.append(Mention(match.group(1), "DATE", match.start(1), match.end(1), 0.8, {"regex": "year"}, extractor="patterns"))
+    for match in _CITED_TITLE.finditer(masked) if "ee " in masked else ():  # "See", "see"
+        title = match.group(1)
+        if len(title.split()) <= 8 and title.lower() not in HEADING_STOPLIST:
+            mentions.append(Mention(title, "term", match.start(1), match.end(1), 0.8, {"cited": True}, extractor="patterns"))
     return mentions
+
+
+# "See Middleware ordering.", "See the Cross Site Request Forgery protection documentation",
+# "See Authentication using REMOTE_USER for usage details": a section's title, cited in
+# plain text (an HTML page's links are plain text once loaded). Capitalised, to the end of
+# the sentence or a "for ..." that says why; a closing "documentation" or "section" is no
+# part of it.
+_CITED_TITLE = re.compile(
+    r"[Ss](?<![\w-][Ss])ee (?:also )?(?:the )?([A-Z][\w’'/-]*(?: (?!for )[\w’'/-]+)*?)"
+    r"(?: (?:documentation|docs|section|chapter|page))?(?= for [^.\n]*\.(?:\s|$)|\.(?:\s|$))"
+)
 
 
 _CODE_TOKEN = re.compile(
@@ -1120,7 +1146,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
     cls = word_class(low)
     if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (
         prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only")
-    ) and k >= 2 and tokens[k - 2][2].lower() in MODALS:
+    ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):
         if cls in ("ambiguous", "noun", "verb") and not (prev_word == "to" and low.endswith("ing") and cls == "noun"):
             return "verb"
     if cls == "ambiguous":
@@ -1560,7 +1586,7 @@ def coref_lite(chunk, mentions, analysis, subject=None):
         previous = None
         for back in (1, 2):
             if by_sentence.get(index - back):
-                previous = by_sentence[index - back][0]
+                previous = _sentence_subject(by_sentence[index - back], masked)
                 break
         if noun:
             if noun in _CODE_HINTS and subject is not None and subject.type == "code":
@@ -1586,6 +1612,18 @@ def coref_lite(chunk, mentions, analysis, subject=None):
         chain.append(mention)
         chain.sort(key=lambda m: m.start)
     return result
+
+
+_AFTER_PREPOSITION = re.compile(r"\b(?:by|of|in|on|at|to|for|from|with|into|about|under|over|via)\s+(?:the\s+|an?\s+)?$", re.I)
+
+
+def _sentence_subject(anchors, masked):
+    """A sentence's subject among its named mentions: the first that is no prepositional
+    object ("The type of cache supported by Django, Memcached is ...": Memcached)."""
+    for m in anchors:
+        if not _AFTER_PREPOSITION.search(masked, max(0, m.start - 16), m.start):
+            return m
+    return anchors[0]
 
 
 _EXPLETIVE = re.compile(r"(?:'s|’s|\s+(?:is|was|will be|would be|may be|can be|seems))(?:\s+(?:also|not|often|usually|now))?\s+(\w+)")

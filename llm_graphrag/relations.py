@@ -68,15 +68,17 @@ _ADV = r"(?:\w+ly\s+)?"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
-    (r"\b(?:uses|use|used|using|utili[sz]es|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
+    (r"\b(?:uses|use|used(?!\s+to\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
     (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
-    (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
+    (rf"\b(?:{_BE}|remains?|becomes?|became)\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b|\bfound\s+in\b", "part_of", 0.75, False),
+    (r"\b(?:appears?|listed)\s+in\b", "part_of", 0.7, False),
     (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
     (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
     (rf"\b{_BE}\s+{_ADV}configured\s+(?:via|through|with|by|using|in|from)\b", "configured_via", 0.85, False),
-    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)\s+by\b", "owned_by", 0.8, False),
+    # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
+    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
@@ -88,8 +90,9 @@ _PATTERNS = [
     (r"\bsuch\s+as\b|\b(?:including|like)\b", "is_a", 0.55, True),
     (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
     (r"\b(?:causes|cause|caused|leads?\s+to|led\s+to|results?\s+in|triggers)\b", "causes", 0.8, False),
-    (r"\b(?:produces|produce|produced|generates|generate|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
+    (r"\b(?:produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|based|available|hosted)\s+(?:in|on|at|from)\b", "located_in", 0.8, False),
+    (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b", "located_in", 0.75, False),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
 ]
@@ -105,7 +108,8 @@ TRIGGER_LEADS = frozenset(
     causes cause caused leads lead led results result triggers produces produce produced
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
-    abbreviated aka inherits inherit inheriting derives derived subclasses""".split()
+    abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
+    becomes become became utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -123,9 +127,10 @@ def _trie(words):
 
 
 # All triggers in one expression, tried in the order above at each position. The guards
-# make the scan cheap: the alternatives only run where a word start holds a lead word.
+# make the scan cheap: the alternatives only run where a word start holds a lead word, or at
+# a comma (which follows a word: "Tk, a toolkit").
 _TRIGGERS = re.compile(
-    r"(?<![A-Za-z0-9_])(?=" + _trie(TRIGGER_LEADS) + r"\b|convert|,)(?:"
+    r"(?:(?<![A-Za-z0-9_])(?=" + _trie(TRIGGER_LEADS) + r"\b|convert)|(?=,))(?:"
     + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS))
     + ")"
 )
@@ -134,6 +139,7 @@ _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|n
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
+_NOT_ONLY = re.compile(r"\bnot (?:only|just|merely|simply)\b", re.I)
 
 
 def _negated(text, trigger_length):
@@ -141,11 +147,14 @@ def _negated(text, trigger_length):
     included with", "is never used by", "doesn't require"."""
     before = _NEGATION_WORDS.findall(text[: len(text) - trigger_length])[-3:]
     inside = _NEGATION_WORDS.findall(text[len(text) - trigger_length :])
+    if _NOT_ONLY.search(" ".join(before + inside)):
+        return False  # "it not only remains part of": no denial
     return any(w.lower() in _NEGATIONS or w.lower().endswith(("n't", "n’t")) for w in before + inside)
 
 
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
-_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:the\s+|an?\s+)?$")
+# Coordination, with the trigger's preposition repeated: "specified by X and by Y".
+_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:the\s+|an?\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
 _WORDS = re.compile(r"\w+")
 MAX_GAP_WORDS = 5
@@ -181,6 +190,7 @@ def pattern_relations(chunk, mentions, context):
     subject = context.cache.get("subject")
     found = []
     groups = _by_sentence(mentions)
+    items = None  # documented items, found when a "see" needs them
     triggers = {}
     for index, group in groups.items():
         if len(group) < 2:
@@ -209,12 +219,22 @@ def pattern_relations(chunk, mentions, context):
                 continue
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
                 continue  # "has not been included with": what a sentence denies is no relation
-            left, left_gap = _left_of(group, t_start, masked, ends)
-            rights = _rights_of(group, t_end, masked, s_end, starts)
+            left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
+            rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             if left is None or not rights:
                 continue
-            if rel == "is_a" and weight <= 0.6 and not _copula_ok(masked[t_end : rights[0][0].start]):
-                continue
+            if rel != "is_a":
+                rights = rights + _examples(group, rights[-1][0], masked, rights[0][1])
+            if match.group().startswith(",") and _SUBORDINATE.match(masked, s_start, t_start) and "," not in masked[s_start:t_start]:
+                continue  # "If X needs Y, a list ...": the comma ends a clause, no apposition
+            if match.group().startswith(",") and _LIST_GOES_ON.match(masked, rights[0][0].end):
+                continue  # "X, a Y and a Z": a list, no apposition
+            if rel == "is_a" and weight <= 0.6 and (
+                not _copula_ok(masked[t_end : rights[0][0].start])
+                or _COPULA.match(match.group())
+                and _AFTER_PREPOSITION.search(masked, max(s_start, left.start - 12), left.start)
+            ):
+                continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
             used.add((t_start, t_end))
             lefts = _left_list(group, left, masked) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
             for right, right_gap in rights:
@@ -225,13 +245,95 @@ def pattern_relations(chunk, mentions, context):
                         continue
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
-        if subject is not None:
-            for match in _SEE.finditer(masked, s_start, s_end):
-                for right, gap in _rights_of(group, match.end(), masked, s_end):
-                    if right.type in ("concept", "version", "DATE") or right.norm == subject.norm or right.name.lower() in KIND_NOUNS:
-                        continue
-                    found.append(RelationCandidate(subject, right, "cites", 0.7, 1.0 / (1.0 + 0.15 * gap), sentence, "patterns"))
+        if ":" in sentence:
+            found.extend(_colon_lists(group, masked, sentence))
+        if "he " in sentence:
+            found.extend(_named_kinds(group, masked, sentence))
+        for match in _SEE.finditer(masked, s_start, s_end):
+            if items is None:
+                items = _documented_items(chunk.text, mentions)
+            # The citing thing: the item documented above ("class `X`:"), or the subject.
+            k = bisect_left(items, (match.start(),)) - 1
+            owner = items[k][1] if k >= 0 else subject
+            if owner is None:
+                continue
+            for right, gap in _rights_of(group, match.end(), masked, s_end):
+                if right.type in ("concept", "version", "DATE") or right.norm == owner.norm or right.name.lower() in KIND_NOUNS:
+                    continue
+                if right.features.get("cited") and k < 0:
+                    continue  # a title in plain text: cited by the item above it only
+                found.append(RelationCandidate(owner, right, "cites", 0.7, 1.0 / (1.0 + 0.15 * gap), sentence, "patterns"))
+    if "\n" in chunk.text:
+        found = _definitions(chunk, groups, analysis, found)
     return found
+
+
+_OPENING = re.compile(r"\s*(?:(?:the|an?)\s+)?$", re.I)
+
+
+def _definitions(chunk, groups, analysis, found):
+    """A definition's opening noun phrase is the term it defines: under "global interpreter
+    lock" (a definition list) or "class `RemoteUserMiddleware`:", the body "The mechanism
+    used by CPython..." or "Middleware for ..." says the term is a mechanism, used by CPython."""
+    text, masked = chunk.text, analysis.masked
+    stands_for = {}
+    for index, group in groups.items():
+        s_start = analysis.sentences[index][0]
+        line_start = text.rfind("\n", 0, s_start) + 1
+        if text[line_start:s_start].strip() or not line_start:
+            continue  # not at a line's start, or the chunk's first line
+        opening = group[0]
+        if opening.type != "concept" or not _OPENING.match(masked[s_start : opening.start]):
+            continue
+        previous_end = len(text[:line_start].rstrip())
+        previous_start = text.rfind("\n", 0, previous_end) + 1
+        term = _defined_term(text, groups.get(index - 1, ()), previous_start, previous_end, line_start, s_start)
+        if term is not None and term.norm != opening.norm:
+            stands_for[opening] = term
+            found.append(RelationCandidate(term, opening, "is_a", 0.6, 1.0, text[s_start : analysis.sentences[index][1]], "structure"))
+    if not stands_for:
+        return found
+    for c in found:
+        if c.extractor == "patterns":
+            c.src = stands_for.get(c.src, c.src)
+            c.dst = stands_for.get(c.dst, c.dst)
+    return [c for c in found if c.src.norm != c.dst.norm]
+
+
+def _defined_term(text, previous, line_start, line_end, body_start, s_start):
+    """The mention a definition's body defines: the one mention its term line holds, a
+    documented item's line ("class `X`:") or a definition list's term, indented less."""
+    line = text[line_start:line_end]
+    inside = [m for m in previous if line_start <= m.start and m.end <= line_end]
+    code = [m for m in inside if m.type == "code"]
+    if len(code) == 1 and _ITEM_LINE.match(line):
+        return code[0]
+    if len(inside) != 1:
+        return None
+    term = inside[0]
+    indent = len(line) - len(line.lstrip())
+    if body_start == line_end + 1 and s_start - body_start > indent and not text[line_start:term.start].strip() and not line[term.end - line_start :].strip():
+        return term  # a definition list: the body right under its term, indented more
+    return None
+
+
+# A line that names one documented code item: "class `CsrfViewMiddleware`[source]:",
+# "### `CSRF_USE_SESSIONS`", "exception Foo:".
+_ITEM_LINE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]+)?(?:(?:class|exception|function|method|attribute|data|property|setting)[ \t]+)?"
+    r"`?[A-Za-z_][\w.]*(?:\(\))?`?(?:\[source\])?[ \t]*:?[ \t]*$",
+    re.M,
+)
+
+
+def _documented_items(text, mentions):
+    """``[(line start, code mention)]`` of the lines that name one documented item."""
+    items = []
+    for line in _ITEM_LINE.finditer(text):
+        code = [m for m in mentions if m.type == "code" and line.start() <= m.start < line.end() and not m.features.get("coref")]
+        if len(code) == 1:
+            items.append((line.start(), code[0]))
+    return items
 
 
 def _copula_ok(between):
@@ -242,16 +344,48 @@ def _copula_ok(between):
     )
 
 
+_LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
+_COPULA = re.compile(_BE + r"\b")
+_SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
+_AFTER_PREPOSITION = re.compile(
+    r"\b(?:" + "|".join(sorted(_PREPOSITIONS - {"available"} | {
+        "behind", "below", "above", "across", "along", "among", "between", "beyond", "near", "through",
+        "within", "without", "inside", "outside", "around", "toward", "towards", "against", "during", "via",
+    })) + r")\s+(?:the\s+|an?\s+)?$"
+)
 
 
-def _left_of(group, position, masked, ends=None):
+_NOT_FINITE = frozenset("found known built powered such like as originally also often commonly aka called".split())
+
+
+def _finite(trigger):
+    """Whether a trigger opens with a verb that has a subject ("uses", "is part of"), not a
+    participle ("used by", "specified in") that can hang on any noun, nor a comma."""
+    first = trigger.split(None, 1)[0].lower() if trigger.strip() else ""
+    return bool(first) and first[0].isalpha() and not first.endswith(("ed", "ing")) and first not in _NOT_FINITE
+
+
+_RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
+_APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
+
+
+def _left_of(group, position, masked, ends=None, finite=False):
+    """The mention a trigger at ``position`` has on its left, and the words between;
+    ``finite``: the trigger is a verb that needs a subject, not a participle or a comma."""
     ends = ends if ends is not None else [m.end for m in group]
     index = bisect_right(ends, position) - 1
     if index < 0:
         return None, 0
     best = group[index]
     between = masked[best.end : position]
+    if _RELATIVE.match(between):
+        return best, 1  # "RFC 7159 (which obsoletes RFC 4627)", "X, which uses Y"
+    if _APPOSITION_END.match(between) and index:
+        head = _apposition_head(group, index, masked)
+        if head is not None:
+            return head, 1  # "Django, being a web framework, needs": Django needs
+    between = between[1:] if between.startswith(")") else between  # "X (Y) is": Y
     if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between):
         first = group[0]
         if first.end <= position and first is not best:
@@ -263,11 +397,41 @@ def _left_of(group, position, masked, ends=None):
     if best.type == "concept" and best.name in KIND_NOUNS:
         if index and not masked[group[index - 1].end : best.start].strip():
             return group[index - 1], gap  # ":mod:`sqlite3` module was written by" -> sqlite3
+    preposition = _AFTER_PREPOSITION.search(masked, max(0, best.start - 16), best.start) if finite else None
+    if preposition is not None:
+        # "the water behind a dam forms a pond": a prepositional object is no subject; the
+        # noun it hangs on is ("the cache of Basin uses" -> cache), if it is a mention.
+        if index and not masked[group[index - 1].end : preposition.start()].strip():
+            return group[index - 1], gap + 1
+        return None, 0
     return best, gap
 
 
-def _rights_of(group, position, masked, s_end, starts=None):
-    """The first mention after ``position`` and those coordinated with it ("X, Y and Z")."""
+# What opens an insertion the verb after it skips: "being ...", a participle ("specified by")
+# or another name ("Zstandard, or zstd as short version, is").
+_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|or\s)")
+
+
+def _apposition_head(group, index, masked):
+    """The mention a comma-enclosed insertion follows: in "JSON, specified by RFC 7159,
+    is a format" the insertion ends at ``group[index]`` and the head is JSON."""
+    start = group[index].start
+    comma = masked.rfind(",", group[0].end, start)
+    if comma < 0:
+        return None
+    if not _INSERTION.match(masked, comma + 1):
+        return None
+    for m in reversed(group[:index]):
+        if m.end <= comma:
+            if masked[m.end : comma].strip(" \t\n)") or "(" in masked[m.end : comma]:
+                return None
+            return m
+    return None
+
+
+def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
+    """The first mention after ``position`` and those coordinated with it ("X, Y and Z"),
+    up to the comma that closes an opening clause ("If X needs Y, a list ...")."""
     result = []
     starts = starts if starts is not None else [m.start for m in group]
     i = bisect_left(starts, position)
@@ -284,7 +448,10 @@ def _rights_of(group, position, masked, s_end, starts=None):
             first, i = following, i + 1  # "internet RFC 1321" -> RFC 1321
     result.append((first, gap))
     previous = first
+    clause = s_start is not None and _SUBORDINATE.match(masked, s_start) and "," not in masked[s_start:position]
     for m in group[i + 1 :]:
+        if clause and "," in masked[previous.end : m.start]:
+            break
         if _COORD.match(masked[previous.end : m.start]):
             result.append((m, gap))
             previous = m
@@ -293,14 +460,71 @@ def _rights_of(group, position, masked, s_end, starts=None):
     return result
 
 
+_SUCH_AS = re.compile(r"\s*,?\s*(?:such\s+as|including|like)\s+(?:the\s+)?$")
+
+
+def _examples(group, last, masked, gap):
+    """The examples a right side names: "used by sites such as Facebook and Wikipedia"
+    is used by Facebook and by Wikipedia too."""
+    i = group.index(last) + 1
+    if i >= len(group) or not _SUCH_AS.match(masked[last.end : group[i].start]):
+        return []
+    result = [(group[i], gap + 2)]
+    for m in group[i + 1 :]:
+        if not _COORD.match(masked[result[-1][0].end : m.start]):
+            break
+        result.append((m, gap + 2))
+    return result
+
+
 def _left_list(group, left, masked):
     """``left`` and the mentions coordinated before it: "wind, flowing water and moving ice"."""
     result = [left]
     i = group.index(left)
+    if left.features.get("coref"):
+        return result  # "..., and it remains": a pronoun opens a clause, in no list
     while i > 0 and _COORD.match(masked[group[i - 1].end : group[i].start]):
         i -= 1
         result.append(group[i])
     return result
+
+
+_THE = re.compile(r"\b[Tt]he\s+$")
+
+
+def _named_kinds(group, masked, sentence):
+    """``the `unittest` unit testing framework``: a name with its kind after it, the kind
+    a phrase of several words (a single kind noun, "the `json` module", says little)."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if (
+            a.type == "code" and b.type == "concept" and " " in b.name
+            and not masked[a.end : b.start].strip() and _THE.search(masked, max(0, a.start - 5), a.start)
+        ):
+            found.append(RelationCandidate(a, b, "is_a", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+_COLON = re.compile(r"^\s*:\s*$")
+
+
+def _colon_lists(group, masked, sentence):
+    """``two interfaces: WSGI and ASGI``: the names listed after a plural noun and a colon
+    are each one of them."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if a.type != "concept" or not a.name.endswith("s") or not _COLON.match(masked[a.end : b.start]):
+            continue
+        items = [b]
+        for m in group[i + 2 :]:
+            if not _COORD.match(masked[items[-1].end : m.start]):
+                break
+            items.append(m)
+        found.extend(
+            RelationCandidate(m, a, "is_a", 0.6, 1.0, sentence, "patterns")
+            for m in items if m.type not in ("concept", "version", "DATE", "step")
+        )
+    return found
 
 
 _PAREN = re.compile(r"^\s*\(\s*$")

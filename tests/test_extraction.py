@@ -874,3 +874,38 @@ def test_a_list_of_code_spans_has_a_sentence_per_item(tmp_path):
     assert graph.db.execute("select name, type from entities where name like 'Py%' order by name").fetchall() == [
         ("PyCodec_RegisterError", "code"), ("PyCodec_ReplaceErrors", "code"), ("PyGC_Collect", "code"),
     ]
+
+
+def test_a_section_title_cited_in_plain_text_is_a_term():
+    text = (
+        "See Rotating keys for usage details. See the Station Registry documentation. "
+        "See Ingest gateway ordering. See below. see it. See also Tide tables."
+    )
+    cited = [
+        (m.name, m.type) for m in mentions_of(text, extractors=(extraction.pattern_mentions,))
+        if m.features.get("cited")
+    ]
+    assert cited == [
+        ("Rotating keys", "term"), ("Station Registry", "term"), ("Ingest gateway ordering", "term"),
+        ("Tide tables", "term"),
+    ]
+
+
+def test_a_verb_after_a_subject_pronoun_and_an_adverb_is_no_noun():
+    found = names(mentions_of("The gateway is fast, but it only supports tide tables.", extractors=(extraction.concept_mentions,)))
+    assert found == [("gateway", "concept"), ("tide tables", "concept"), ("tables", "concept")]
+
+
+def test_a_pronoun_takes_the_previous_sentence_subject_not_a_prepositional_object():
+    mentions = mentions_of("The fastest broker supported by Basin, Kestrel is small. It is used by Heron.")
+    assert [(m.surface, m.name) for m in mentions if m.antecedent] == [("It", "Kestrel")]
+
+
+def test_markdown_underscore_bold_is_a_term_and_a_dunder_name_is_code():
+    found = names(mentions_of("__Tidepool__ calls `__init__` and __init__ here.", extractors=(extraction.markup_mentions, extraction.identifier_mentions)))
+    assert found == [("Tidepool", "term"), ("__init__", "code"), ("__init__", "code")]
+
+
+def test_inline_html_tags_in_markdown_are_markup():
+    analysis = Analysis('## <a id="intro">1.</a> Introduction <br/> see :ref:`Tides <a-label>`')
+    assert analysis.masked.split() == ["1.", "Introduction", "see", "Tides"]

@@ -138,15 +138,15 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
     phrases = [
         "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
-        "A is bundled in B", "A contains B", "A integrates with B", "A is configured via B",
+        "A is bundled in B", "A appears in B", "A contains B", "A integrates with B", "A is configured via B",
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
-        "A is located in B", "A supersedes B", "A, also known as B",
+        "A is located in B", "A hosted at B", "A supersedes B", "A, also known as B",
     ]
     assert len(phrases) == len(relations._PATTERNS)
     unguarded = re.compile(
-        r"(?<![A-Za-z0-9_])(?=[a-z,])(?:"
+        r"(?:(?<![A-Za-z0-9_])(?=[a-z])|(?=,))(?:"
         + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(relations._PATTERNS))
         + ")"
     )
@@ -194,3 +194,188 @@ def test_a_negated_trigger_states_no_relation():
 )
 def test_subclass_instance_and_inheritance_are_is_a(text, expected):
     assert candidates(text, relations.pattern_relations) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # An insertion between commas, opened by "being" or a participle, is skipped.
+        ("Tidepool, being a message broker, needs a disk cache.", [
+            ("Tidepool", "is_a", "message broker", 0.6, 1.0),
+            ("Tidepool", "depends_on", "disk cache", 0.85, 0.769),
+        ]),
+        # ...and the trigger's preposition may be repeated in a coordination.
+        ("Estuary, specified by RFC 9999 and by ECMA-999, is a data exchange format.", [
+            ("RFC 9999", "defines", "Estuary", 0.8, 1.0),
+            ("ECMA-999", "defines", "Estuary", 0.8, 1.0),
+            ("Estuary", "is_a", "data exchange format", 0.6, 0.87),
+        ]),
+        # A relative clause's verb has the mention before "which" as its subject.
+        ("RFC 9999 (which obsoletes RFC 8888) is short.", [("RFC 9999", "refers_to", "RFC 8888", 0.6, 0.87)]),
+        ("Basin talks to Heron, which uses Kestrel.", [("Heron", "uses", "Kestrel", 0.8, 0.87)]),
+        # An insertion opened otherwise is not skipped.
+        ("Tidepool, as a message broker, needs a disk cache.", [
+            ("message broker", "depends_on", "disk cache", 0.85, 0.87),
+        ]),
+    ],
+)
+def test_insertions_and_relative_clauses(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Basin is written, tested, and packaged quietly by Data Products.", [
+            ("Basin", "owned_by", "Data Products", 0.8, 1.0),
+        ]),
+        ("Basin became part of Insight.", [("Basin", "part_of", "Insight", 0.8, 1.0)]),
+        # "not only" denies nothing; "not" does.
+        ("Basin not only remains part of Insight.", [("Basin", "part_of", "Insight", 0.8, 0.769)]),
+        ("Basin is not part of Insight.", []),
+    ],
+)
+def test_coordinated_participles_and_part_of_verbs(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_names_listed_after_a_plural_noun_and_a_colon_are_each_one():
+    assert candidates("Basin reads two formats: Parquet, Avro and CSV.", relations.pattern_relations) == [
+        ("Parquet", "is_a", "formats", 0.6, 1.0),
+        ("Avro", "is_a", "formats", 0.6, 1.0),
+        ("CSV", "is_a", "formats", 0.6, 1.0),
+    ]
+    # Not after a singular noun, and not prose concepts.
+    assert candidates("Basin reads one format: Parquet.", relations.pattern_relations) == []
+    assert candidates("Basin reads two formats: tables and logs.", relations.pattern_relations) == []
+
+
+def test_no_copula_subject_after_a_preposition():
+    # "the two supported by Kestrel are ...": Kestrel is not what the sentence says is X...
+    assert candidates("The two supported by Kestrel are Basin and Heron.", relations.pattern_relations) == []
+    # ...but an apposition may follow a preposition.
+    assert candidates("It is written by Kestrel, a data team.", relations.pattern_relations) == [
+        ("Kestrel", "is_a", "data team", 0.55, 1.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # "X, a Y" after a word (not only after markup) is an apposition...
+        ("It holds the sources for Basin, a message broker.", [("Basin", "is_a", "message broker", 0.55, 1.0)]),
+        # ...but not where the comma closes an opening clause or phrase...
+        ("If Basin needs another broker, a list of options is kept.", [("Basin", "depends_on", "broker", 0.85, 0.87)]),
+        ("In Basin, a message broker is built in.", []),
+        # ...nor in a list.
+        ("It holds Basin, a message broker and a disk cache.", []),
+    ],
+)
+def test_appositions_after_a_comma(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_see_under_a_documented_item_is_cited_by_that_item():
+    text = (
+        "class `TidepoolMiddleware`:\n\nAdds the station to every request. See Station lookups.\n\n"
+        "### `TIDEPOOL_CACHE`\n\nWhere stations are cached. See Cache backends for usage details.\n"
+    )
+    found = candidates(text, relations.pattern_relations, title="Middleware")
+    assert [f for f in found if f[1] == "cites"] == [
+        ("TidepoolMiddleware", "cites", "Station lookups", 0.7, 1.0),
+        ("TIDEPOOL_CACHE", "cites", "Cache backends", 0.7, 1.0),
+    ]
+    # Without a documented item above it, a title seen only in plain text is not cited by
+    # the page's subject; a name or code span still is.
+    found = candidates("See Station lookups. See `tidepool.cache`.", relations.pattern_relations, title="Tidepool")
+    assert found == [("Tidepool", "cites", "tidepool.cache", 0.7, 1.0)]
+
+
+def test_a_definitions_opening_noun_phrase_stands_for_its_term():
+    glossary = (
+        "tide gauge\n"
+        "   The instrument used by the :term:`Harbour Office` to log water levels.\n"
+        "   It is read hourly.\n"
+    )
+    assert candidates(glossary, relations.pattern_relations) == [
+        ("Harbour Office", "uses", "tide gauge", 0.8, 0.87),
+        ("tide gauge", "is_a", "instrument", 0.6, 1.0),
+    ]
+    item = "class `TidepoolMiddleware`: \n\nMiddleware for station lookups.\n"
+    assert candidates(item, relations.pattern_relations) == [
+        ("TidepoolMiddleware", "is_a", "Middleware", 0.6, 1.0),
+    ]
+    # A paragraph after an ordinary line defines nothing.
+    assert candidates("Stations report hourly.\n\nThe gauge is used by Basin.\n", relations.pattern_relations) == [
+        ("Basin", "uses", "gauge", 0.8, 1.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # "used to" + a verb states a purpose, not what is used.
+        ("A gauge is a tool used to measure salinity.", [("gauge", "is_a", "tool", 0.6, 1.0)]),
+        # A verb's subject is no prepositional object: the noun the phrase hangs on is...
+        ("The cache of Basin uses Kestrel.", [("cache", "uses", "Kestrel", 0.8, 0.87)]),
+        # ...or, when that is no mention, nothing.
+        ("The silt that settles behind a weir forms a delta.", []),
+        # A participle hangs on the noun right before it, wherever that stands.
+        ("The details of the wire format used by Basin are long.", [("Basin", "uses", "wire format", 0.8, 1.0)]),
+    ],
+)
+def test_purpose_and_prepositional_objects(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_a_present_participle_produces():
+    assert candidates("Basin ships a command line tool producing `.tide` and `.wave` files.", relations.pattern_relations) == [
+        ("command line tool", "produces", ".tide", 0.7, 1.0),
+        ("command line tool", "produces", ".wave", 0.7, 1.0),
+    ]
+
+
+def test_a_code_name_followed_by_its_kind():
+    assert candidates("The `tidepool` message queue library is small.", relations.pattern_relations) == [
+        ("tidepool", "is_a", "message queue library", 0.6, 1.0),
+    ]
+    # A capitalised name before a phrase is its modifier ("the Basin standard library"),
+    # and one kind noun alone says little.
+    assert candidates("The Basin standard library is small.", relations.pattern_relations) == []
+    assert candidates("The `tidepool` module is small.", relations.pattern_relations) == []
+
+
+def test_located_in_from_a_participle_without_a_verb():
+    assert candidates("Basin sends to the Tide Exchange hosted at tides.example.org.", relations.pattern_relations) == [
+        ("Tide Exchange", "located_in", "tides.example.org", 0.75, 1.0),
+    ]
+    assert candidates("Mailing lists are hosted by SourceHut.", relations.pattern_relations) == [
+        ("Mailing lists", "located_in", "SourceHut", 0.75, 0.87),
+    ]
+
+
+def test_examples_after_such_as_share_the_relation():
+    assert candidates("Kestrel is used by stations such as Heron and Egret.", relations.pattern_relations) == [
+        ("stations", "uses", "Kestrel", 0.8, 1.0),
+        ("Heron", "uses", "Kestrel", 0.8, 0.769),
+        ("Egret", "uses", "Kestrel", 0.8, 0.769),
+        ("Heron", "is_a", "stations", 0.55, 1.0),
+        ("Egret", "is_a", "stations", 0.55, 1.0),
+    ]
+
+
+def test_a_pronoun_opens_a_clause_and_is_in_no_list():
+    text = "`basin` laid the ground for the ingest layer, and it remains part of Insight."
+    assert candidates(text, relations.pattern_relations, title="basin — the broker") == [
+        ("basin", "part_of", "Insight", 0.8, 1.0),
+    ]
+
+
+def test_appearing_in_a_list_is_part_of_it():
+    text = "`TidepoolMiddleware` must appear in `MIDDLEWARE` before the cache."
+    assert candidates(text, relations.pattern_relations) == [("TidepoolMiddleware", "part_of", "MIDDLEWARE", 0.7, 0.87)]
+
+
+def test_an_insertion_giving_another_name_is_skipped():
+    text = "Tidepool, or `tp` as short version, is a message broker."
+    assert candidates(text, relations.pattern_relations) == [("Tidepool", "is_a", "message broker", 0.6, 0.87)]
