@@ -158,8 +158,10 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
         if pending:
             since = last_entity if unfinished else None  # the dead run's entities count too
             totals, linked_before = _extract(db, pending, settings, progress, workers, found, since)
-        else:
+        else:  # a dead run's documents all written: what its entities take is found here
             totals, linked_before = {"relations": 0}, set()
+            if unfinished:
+                totals[ABSORBING] = _absorbing_since(db, settings, last_entity)
         absorbing = totals.pop(ABSORBING, [])
         if absorbing:  # found in memory: stored now, a run killed while it refines leaves them to the next
             with db.atomic():
@@ -444,6 +446,16 @@ def _absorbing(db, linker, created):
         "select distinct doc_id from mentions where entity_id in (select value from json_each(?)) order by doc_id",
         [json.dumps(sorted(absorbed))],
     )]
+
+
+def _absorbing_since(db, settings, since):
+    """``_absorbing`` of the entities after id ``since``: those a run that died made, when
+    it died after writing its last document and before it looked."""
+    from .embeddings import embedder_for
+
+    linker = Linker.from_db(db, embedder=embedder_for(db), threshold=settings.link_threshold)
+    linker.own_elsewhere = functools.partial(_own_mentions, db, "[]")
+    return _absorbing(db, linker, [e for i, e in sorted(linker.entities.items()) if i > since])
 
 
 class _ExtractedCache:

@@ -369,10 +369,13 @@ def test_a_run_dying_before_it_loads_later_pages_again_leaves_that_to_the_next(t
     assert state(tmp_path / "killed.db") == expected
 
 
-def test_a_run_dying_while_it_refines_leaves_the_names_to_link_again_to_the_next(corpus, tmp_path, monkeypatch):
+@pytest.mark.parametrize("dies_in", ["_absorbing", "refine_graph"])
+def test_a_run_dying_after_it_links_leaves_the_names_to_link_again_to_the_next(corpus, tmp_path, monkeypatch, dies_in):
     """The documents whose mentions a new, fuller name would take (``extract._absorbing``,
-    found in memory while linking) are stored before the graph is refined: a run that dies
-    while it refines leaves them to the next, which stores what one uninterrupted run stores."""
+    found in memory once every document is linked and written) are stored before the graph
+    is refined: a run that dies while it refines leaves them to the next, and one that dies
+    before it looks for them leaves the next to look (``extract._absorbing_since``); the
+    next stores what one uninterrupted run stores."""
     whole = loaded(corpus, tmp_path / "whole.db")
     absorbed = []
     real_absorbing = extract._absorbing
@@ -392,7 +395,7 @@ def test_a_run_dying_while_it_refines_leaves_the_names_to_link_again_to_the_next
 
     db = loaded(corpus, tmp_path / "killed.db")
     with monkeypatch.context() as patched:
-        patched.setattr(extract, "refine_graph", dying)
+        patched.setattr(extract, dies_in, dying)
         with pytest.raises(Died):
             extract.extract_and_link(db, workers=0)
     assert extract.unfinished_work(db)["pending_refinement"] > 0
