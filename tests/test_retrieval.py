@@ -463,3 +463,20 @@ def test_graph_signals_say_what_the_graph_added(db):
         assert chunk["score"] <= chunk["relevance"] + 0.5 * chunk["bridge"] + 1e-5
     plain = [c for c in result["chunks"] if "via" not in c]
     assert all("graph" not in c["signals"] for c in plain)
+
+
+def test_a_seeds_nth_candidate_counts_0_88_to_the_n(db):
+    # by default the seed's n-th candidate counts 0.88 ** n (times its path's factor):
+    # calibrated so it ranks among fused chunks about as often gold as it is
+    result = hybrid_query(db, QUESTION, RetrievalOptions(k=6, keep_top=1, keep_relevance=1.01))
+    assert [(c["id"], c.get("bridge"), c["signals"].get("graph", {}).get("seed_rank")) for c in result["chunks"]] == [
+        (1, None, None),
+        (2, 1.0, 1),
+        (3, None, None),
+        (4, None, None),
+        (6, 0.88, 2),
+        # 0.88 ** 2 x hop 0.4 / 0.7 x default relation weight 0.6
+        (5, 0.265509, 3),
+    ]
+    # a bridged chunk scores relevance + 0.5 x bridge (chunk 2 just below its seed)
+    assert [c["score"] for c in result["chunks"]] == [1.0, 0.999999, 0.78735, 0.679798, 0.633132, 0.347345]
