@@ -673,27 +673,38 @@ def _best_descriptions(db):
     candidate among the mentions of the entities in scope (see ``canonical_names``)."""
     from .extract import description_text
 
-    rows = db.execute(
+    # The best candidate of each entity picked here, not by a window function over them
+    # all (sorting every candidate took most of the refinement's time); the chunks' text
+    # is read for the best ones only. Each document marks one candidate per entity, and
+    # paths are unique, so there are no ties: the same pick as ordering them in SQL.
+    best = {}
+    for entity_id, describes, path, seq, span_start, chunk_id in db.execute(
         """
-        select entity_id, describes, content from (
-          select m.entity_id, json_extract(m.meta, '$.describes') as describes, c.content,
-            row_number() over (
-              partition by m.entity_id
-              order by json_extract(m.meta, '$.describes[0]') desc, d.path, c.seq, m.span_start
-            ) as rank
-          from mentions m join chunks c on c.id = m.chunk_id join docs d on d.id = m.doc_id
-          where m.entity_id in (select entity_id from temp.refine_scope)
-            and m.meta like '%"describes"%'
-        ) where rank = 1
+        select m.entity_id, json_extract(m.meta, '$.describes'), d.path, c.seq, m.span_start, m.chunk_id
+        from mentions m join chunks c on c.id = m.chunk_id join docs d on d.id = m.doc_id
+        where m.entity_id in (select entity_id from temp.refine_scope)
+          and m.meta like '%"describes"%'
         """
-    ).fetchall()
-    found = {}
-    for entity_id, describes, content in rows:
+    ):
+        if describes is None:
+            continue
         rank, start, end = json.loads(describes)
-        found[entity_id] = (
-            description_text(content[start:end]), {"defined": bool(rank & 2), "home": bool(rank & 4)}
+        key = (-rank, path, seq, span_start)
+        held = best.get(entity_id)
+        if held is None or key < held[0]:
+            best[entity_id] = (key, chunk_id, start, end)
+    contents = {}
+    for batch in _batches(sorted({chunk_id for _, chunk_id, _, _ in best.values()})):
+        contents.update(db.execute(
+            f"select id, content from chunks where id in ({', '.join('?' for _ in batch)})", batch
+        ))
+    return {
+        entity_id: (
+            description_text(contents[chunk_id][start:end]),
+            {"defined": bool(-key[0] & 2), "home": bool(-key[0] & 4)},
         )
-    return found
+        for entity_id, (key, chunk_id, start, end) in best.items()
+    }
 
 
 def relation_values(db):

@@ -190,3 +190,33 @@ def test_a_short_capitalised_name_is_no_stop_word(tmp_path):
     names = {name for (name,) in db.execute("select name from entities")}
     assert {"C", "Tk", "UK"} <= names
     assert "Us" not in names and "us" not in names
+
+
+def test_description_is_the_best_candidate_whatever_the_order(tmp_path):
+    """An entity's description is its best candidate over all documents: a sentence from
+    its home (a title naming it) over one that defines it, over any other; the first in
+    path order among equals, whichever document was extracted first."""
+    docs = [
+        ("/docs/b.md", None, "`tidepool` is a time-series store kept by the lab."),
+        ("/docs/a.md", None, "`tidepool` is a queue of water samples."),
+        ("/docs/d.md", None, "Readings go to `tidepool` hourly."),
+    ]
+    home = ("/docs/c.md", "tidepool", "Readings stay in `tidepool` for a year.")
+
+    def described(folder, rows):
+        (tmp_path / folder).mkdir()
+        db = open_database(tmp_path / folder / "graphrag.db")
+        set_setting(db, "extract", {"ner": "off"})
+        with db.atomic():
+            for doc_id, (path, title, text) in enumerate(rows, 1):
+                db["docs"].insert({"id": doc_id, "path": path, "title": title, "hash": f"h{doc_id}"})
+                db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
+        extract_and_link(db)
+        return db.execute("select description, meta from entities where norm = 'tidepool'").fetchall()
+
+    defined = [("`tidepool` is a queue of water samples.", '{"defined": true, "home": false}')]
+    assert described("defined", docs) == defined
+    assert described("defined-reversed", docs[::-1]) == defined
+    at_home = [("Readings stay in `tidepool` for a year.", '{"defined": false, "home": true}')]
+    assert described("home", docs + [home]) == at_home
+    assert described("home-first", [home] + docs[::-1]) == at_home
