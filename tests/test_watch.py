@@ -472,12 +472,15 @@ def test_a_rewritten_document_leaves_its_entities_to_its_extraction(tmp_path):
 
 
 def test_a_burst_is_extracted_by_worker_processes_as_a_clean_ingest_is(tmp_path, monkeypatch):
-    """A batch of ``parallel.MIN_ITEMS`` files or more is extracted by processes the
-    writer thread forks (``parallel.forking_thread``), one per CPU as ``ingest`` does, and
-    stores what a clean ingest of the folder stores."""
+    """A batch of ``parallel.MIN_ITEMS`` files or more (here the catch-up of 16 files that
+    came while the watcher was stopped: one batch, however events would be grouped) is
+    extracted by processes the writer thread forks (``parallel.forking_thread``), one per
+    CPU as ``ingest`` does, and stores what a clean ingest of the folder stores."""
     pages = sorted((pathlib.Path(__file__).parent / "data" / "python-docs").glob("*.rst.txt"))[: parallel.MIN_ITEMS]
     folder = tmp_path / "kb"
     folder.mkdir()
+    for page in pages:
+        shutil.copy(page, folder / page.name)
     forked = []
     real_map = parallel.ordered_map
 
@@ -486,11 +489,8 @@ def test_a_burst_is_extracted_by_worker_processes_as_a_clean_ingest_is(tmp_path,
         return real_map(function, items, workers, **kwargs)
 
     monkeypatch.setattr(parallel, "ordered_map", recording)
-    watcher = Watcher(tmp_path / "live.db", [folder], debounce_ms=2000).start()  # one batch, even on a busy machine
+    watcher = Watcher(tmp_path / "live.db", [folder], debounce_ms=200).start()
     try:
-        for page in pages:
-            shutil.copy(page, folder / page.name)
-        time.sleep(2.1)
         assert watcher.wait_idle(300)
     finally:
         watcher.stop()
