@@ -95,3 +95,19 @@ def datasette_server(*args, log=None, start_seconds=60):
 def serve():
     """``datasette_server``: ``with serve(path, *flags) as url: ...``"""
     return datasette_server
+
+
+@pytest.fixture
+def mapped(monkeypatch):
+    """``[(function name, workers), ...]``: every ``parallel.ordered_map`` call of the test."""
+    from llm_graphrag import parallel
+
+    calls = []
+    real_map = parallel.ordered_map
+
+    def recording(function, items, workers, **kwargs):
+        calls.append((function.__name__, workers))
+        return real_map(function, items, workers, **kwargs)
+
+    monkeypatch.setattr(parallel, "ordered_map", recording)
+    return calls

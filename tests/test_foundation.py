@@ -320,21 +320,13 @@ def test_chunk_vectors_weight_the_prelude():
     assert PRELUDE_WEIGHT == 0.3
 
 
-def test_loading_process_and_one_process_store_the_same_rows(tmp_path, user_path, monkeypatch):
+def test_loading_process_and_one_process_store_the_same_rows(tmp_path, user_path, mapped):
     """From parallel.MIN_ITEMS files on, a second process loads files: same rows, same errors,
     near-duplicates found across files in file order, as with --workers 0."""
     import shutil
 
     from llm_graphrag import parallel
 
-    processes = []
-    ordered_map = parallel.ordered_map
-
-    def spy(function, items, workers, **kwargs):
-        processes.append((function.__name__, workers))
-        return ordered_map(function, items, workers, **kwargs)
-
-    monkeypatch.setattr(parallel, "ordered_map", spy)
     sample = pathlib.Path(__file__).parent.parent / "sample-corpus"
     folder = tmp_path / "corpus"
     shutil.copytree(sample, folder)
@@ -354,7 +346,7 @@ def test_loading_process_and_one_process_store_the_same_rows(tmp_path, user_path
             db.execute("select id, doc_id, seq, content, prelude, section, meta from chunks order by id").fetchall(),
             db.execute("select id, embedding from embeddings order by collection_id, id").fetchall(),
         ])
-    assert processes == [("_prepare_file", 0), ("_prepare_file", 1)]
+    assert mapped == [("_prepare_file", 0), ("_prepare_file", 1)]
     assert outputs[0]["duplicates_skipped"] >= 1
     assert [e["path"].rsplit("/", 1)[1] for e in outputs[0]["errors"]] == ["zz-binary.md"]
     assert outputs[1] == outputs[0]

@@ -471,7 +471,7 @@ def test_a_rewritten_document_leaves_its_entities_to_its_extraction(tmp_path):
     assert snapshot(db) == snapshot(clean)
 
 
-def test_a_burst_is_extracted_by_worker_processes_as_a_clean_ingest_is(tmp_path, monkeypatch):
+def test_a_burst_is_extracted_by_worker_processes_as_a_clean_ingest_is(tmp_path, monkeypatch, mapped):
     """A batch of ``parallel.MIN_ITEMS`` files or more (here the catch-up of 16 files that
     came while the watcher was stopped: one batch, however events would be grouped) is
     extracted by processes the writer thread forks (``parallel.forking_thread``), one per
@@ -481,21 +481,13 @@ def test_a_burst_is_extracted_by_worker_processes_as_a_clean_ingest_is(tmp_path,
     folder.mkdir()
     for page in pages:
         shutil.copy(page, folder / page.name)
-    forked = []
-    real_map = parallel.ordered_map
-
-    def recording(function, items, workers, **kwargs):
-        forked.append((function.__name__, workers))
-        return real_map(function, items, workers, **kwargs)
-
-    monkeypatch.setattr(parallel, "ordered_map", recording)
     watcher = Watcher(tmp_path / "live.db", [folder], debounce_ms=200).start()
     try:
         assert watcher.wait_idle(300)
     finally:
         watcher.stop()
     assert watcher.state["files_processed"] == len(pages)
-    assert ("_extract_document", os.cpu_count()) in forked
+    assert ("_extract_document", os.cpu_count()) in mapped
     monkeypatch.undo()
     clean = open_database(tmp_path / "clean.db")
     ingest_docs(clean, [str(folder)])
