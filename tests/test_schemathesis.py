@@ -18,6 +18,11 @@ from llm_graphrag.values import NO_NUL, SQLITE_MAX, SQLITE_MIN
 
 # Examples per operation in the fuzzing phase; the coverage phase adds its own fixed set.
 MAX_EXAMPLES = 10
+# The same requests every run: with a random seed, one CI run in several ended with "1
+# warning" and no failure (schemathesis warns when an operation's valid requests were all
+# refused), and its seed, cut from the report, could not be replayed. With this one a
+# report can be.
+SEED = 20261125
 SECRET = "schemathesis-secret"
 
 
@@ -37,6 +42,7 @@ def test_openapi_document_agrees_with_the_server(sample_db, serve, tmp_path):
                 "--checks", "all",
                 "--max-examples", str(MAX_EXAMPLES),
                 "--workers", "1",
+                "--seed", str(SEED),
                 "--request-timeout", "60",
                 "--header", f"Cookie: ds_actor={cookie}",
             ],
@@ -48,7 +54,7 @@ def test_openapi_document_agrees_with_the_server(sample_db, serve, tmp_path):
     report = result.stdout + result.stderr
     assert result.returncode == 0, report
     assert "Operations:       36 selected / 36 total" in report
-    assert "No issues found" in report
+    assert "No issues found" in report, report
 
 
 @pytest.mark.asyncio
