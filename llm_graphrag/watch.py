@@ -32,6 +32,10 @@ from .loaders import _hidden, _suffix
 from .schema import set_setting
 
 DEFAULT_DEBOUNCE_MS = 300
+# How long a due batch waits, at most, for the other paths still changing to settle: a
+# burst of changes (a checkout, a copy) becomes one batch, with one extraction run and
+# one refinement of the graph, not a first file alone and then the rest.
+GATHER_SECONDS = 2.0
 WATCHER_SETTING = "watcher"  # graphrag_settings key: the running watcher's state, for status
 
 
@@ -194,6 +198,7 @@ class Watcher:
                         batch = self._due()
                     if self._stopping.is_set():
                         break
+                    self._gather(batch)
                     self._in_progress = len(batch)
                 try:
                     self._batch(db, lambda: self._process(db, batch))
@@ -214,6 +219,20 @@ class Watcher:
         for path in due:
             del self._pending[path]
         return due
+
+    def _gather(self, batch):
+        """Add to the due ``batch`` the paths still pending (changed within the last
+        debounce: the same burst) once they are due, waiting ``GATHER_SECONDS`` at most;
+        call with ``_condition`` held."""
+        limit = time.monotonic() + GATHER_SECONDS
+        while self._pending and not self._stopping.is_set():
+            now = time.monotonic()
+            if now >= limit:
+                break
+            self._in_progress = len(batch)  # queued still, for ``wait_idle`` and ``status``
+            self._condition.wait(max(0.005, min(max(job.due for job in self._pending.values()), limit) - now))
+            batch.update(self._due())
+        return batch
 
     def _batch(self, db, work):
         started = time.monotonic()

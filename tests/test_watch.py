@@ -495,3 +495,23 @@ def test_a_burst_is_extracted_by_worker_processes_as_a_clean_ingest_is(tmp_path,
     assert_consistent(live)
     whole, other = snapshot(clean), snapshot(live)
     assert {t for t in ORDER_FREE + LINKED if whole[t] != other[t]} == set()
+
+
+def test_a_burst_of_changes_is_one_batch(tmp_path):
+    """Files written one after another for longer than the debounce are indexed in one
+    batch (one extraction run, one refinement), not the first alone and then the rest."""
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    batches = []
+    watcher = Watcher(tmp_path / "g.db", [folder], debounce_ms=200, workers=0, log=batches.append).start()
+    try:
+        assert watcher.wait_idle(60)
+        for i in range(12):
+            (folder / f"note-{i:02}.md").write_text(f"# Note {i}\n\nThe kestrel {i} nests on a cliff.\n")
+            time.sleep(0.03)  # 12 files over about 0.36 s, the debounce 0.2 s
+        settle(watcher)
+    finally:
+        watcher.stop()
+    assert len(batches) == 1, batches
+    assert batches[0].startswith("12 indexed, 0 gone, 0 moved in ")
+    assert watcher.state["files_processed"] == 12
