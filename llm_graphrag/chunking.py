@@ -274,11 +274,15 @@ def _pack(units, low, high, overlap):
                 current = _overlap(group, target, limit) + current
             size = sum(u.tokens for u in current)
             content = sum(u.tokens for u in current if not u.overlap)
-        # Make room: drop the repeated tail first, then headings left without content
-        # (the prelude still names them).
+        # Make room: drop the repeated tail first, then headings left without content:
+        # the prelude still names those the unit sits under; others (an empty section's,
+        # before a sibling) are a chunk of their own.
         while current and current[0].overlap and size + unit.tokens > high:
             size -= current.pop(0).tokens
         if current and size + unit.tokens > high:
+            unnamed = [u for u in current if not (u.heading and u.path == unit.path[: len(u.path)])]
+            if unnamed:
+                groups.append(unnamed)
             current, size, content = [], 0, 0
         current.append(unit)
         size += unit.tokens
