@@ -1131,9 +1131,11 @@ class _FalkorQuery(_Query):
             {"ids": list(entity_ids), "chunks": list(chunk_ids or [])},
         )
 
-    def _candidates(self, seed):
+    def _candidates(self, seed, fused_only=False):
         options = self.options
         via = set(options.bridge_via)
+        if fused_only:
+            via -= {"terms"}
         candidates = {}
         seed_entities = self._chunk_entities(seed) if via & {"entities", "relations"} else set()
         query_entities = set(self.query_entities)
@@ -1154,6 +1156,8 @@ class _FalkorQuery(_Query):
         if "relations" in via and bridges and options.hops >= 2:
             self._relation_candidates(bridges, candidates)
         term_scores = self._term_candidates(seed, candidates) if "terms" in via else {}
+        if fused_only:
+            candidates = {c: path for c, path in candidates.items() if c in self.relevance}
         return candidates, term_scores
 
     def _relation_candidates(self, bridges, candidates):

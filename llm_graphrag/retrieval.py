@@ -10,11 +10,13 @@
   (``keyword_weight``, ``vector_weight``) grows with how far its best score stands out
   from its first ``peak_depth`` (``list_peak`` times ``peak_boost``): a list that
   singles a chunk out counts more for that question than one whose scores are flat.
-* ``graph``: ``hybrid``, then expansion from a confident seed (fused relevance at least
-  ``seed_min_relevance``: both searches put it first or nearly) to the chunks that
-  complete it, through rare shared entities (mentions), typed relations traversed by
-  ``bfsvtab`` (up to ``hops``, filtered by ``rels``; ``related_to`` co-occurrence only
-  when ``rels`` names it) and the seed's words the question lacks. The fused ranking's
+* ``graph``: ``hybrid``, then expansion from the first ``seeds`` fused chunks (each of
+  relevance at least ``seed_min_relevance``) to the chunks that complete them, through
+  rare shared entities (mentions), typed relations traversed by ``bfsvtab`` (up to
+  ``hops``, filtered by ``rels``; ``related_to`` co-occurrence only when ``rels`` names
+  it) and the seed's words the question lacks. Only a seed both searches put (nearly)
+  first (``seed_new_relevance``) brings chunks neither search found; a less relevant one
+  lifts the fused chunks it shares a rare entity or typed relation with. The fused ranking's
   first ``keep_top`` chunks and every chunk of relevance at least ``keep_relevance``
   keep their places: the graph fills the places below a strong independent match.
 
@@ -79,14 +81,19 @@ class RetrievalOptions:
     peak_boost: float = 1.0  # a list's weight times 1 + peak_boost * list_peak
     peak_depth: int = 29  # list_peak looks at the first peak_depth + 1 scores
     # Graph expansion
-    seeds: int = 1  # top fused chunks expanded
-    seed_sharpness: float = 4.0  # seed confidence = relevance ** sharpness
-    seed_min_relevance: float = 0.9  # only a seed both searches put (nearly) first expands
-    bridge_pool: int = 3  # candidates kept per seed
+    # The first fused chunks expanded, each weighted by its confidence (relevance **
+    # sharpness: 1 for a chunk first in both lists, 0.13 at relevance 0.6)
+    seeds: int = 3
+    seed_sharpness: float = 4.0
+    seed_min_relevance: float = 0.45  # a seed less relevant expands nothing
+    # only a seed both searches put (nearly) first brings chunks neither search found; a
+    # less relevant one lifts the fused chunks it shares a rare entity or typed relation with
+    seed_new_relevance: float = 0.8
+    bridge_pool: int = 5  # candidates kept per seed
     # the n-th candidate of a seed counts decay ** n: on QASC dev-even, a confident seed's
     # n-th candidate is as often gold as a fused chunk of relevance about 0.75 * 0.88 ** n
     bridge_decay: float = 0.88
-    keep_top: int = 2  # the fused ranking's first chunks keep their places
+    keep_top: int = 3  # the fused ranking's first chunks keep their places
     keep_relevance: float = 0.6  # and so does every fused chunk at least this relevant
     bridge_via: tuple = BRIDGES
     fit: dict = field(
@@ -286,7 +293,8 @@ class _Query:
             if self.relevance[seed] < options.seed_min_relevance:
                 continue
             confidence = self.relevance[seed] ** options.seed_sharpness
-            candidates, term_scores = self._candidates(seed)
+            fused_only = self.relevance[seed] < options.seed_new_relevance
+            candidates, term_scores = self._candidates(seed, fused_only)
             candidates.pop(seed, None)
             if "related_to" not in (options.rels or ()):
                 # co-occurrence is no specific evidence: only typed relations bridge
@@ -351,10 +359,13 @@ class _Query:
     def _idf(self, count):
         return math.log((self.total_chunks + 1) / (count + 0.5))
 
-    def _candidates(self, seed):
-        """Chunks one bridge away from ``seed``: ``{chunk_id: path}``."""
+    def _candidates(self, seed, fused_only=False):
+        """Chunks one bridge away from ``seed``: ``{chunk_id: path}``. ``fused_only``: only
+        chunks the searches found, through entities and relations (no term search)."""
         options = self.options
         via = set(options.bridge_via)
+        if fused_only:
+            via -= {"terms"}
         if options.rels:
             via &= {"relations"}  # a filter on relation types: only typed paths bridge
         candidates = {}
@@ -389,6 +400,8 @@ class _Query:
         if "relations" in via and bridges and options.hops >= 2:
             self._relation_candidates(bridges, candidates)
         term_scores = self._term_candidates(seed, candidates) if "terms" in via else {}
+        if fused_only:
+            candidates = {c: path for c, path in candidates.items() if c in self.relevance}
         return candidates, term_scores
 
     def _relation_candidates(self, bridges, candidates):

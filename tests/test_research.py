@@ -105,7 +105,7 @@ def test_cli_json_follows_the_schema(sample_db):
         assert set(r["sub_query_ids"]) <= {0, 1, 2, 3, 4, 5}
     # Basin's own page: "Basin is the alerting service. It watches the readings in tidepool"
     assert results[0]["name"] == "services-basin-md-chunk-28"
-    assert results[0]["sub_query_ids"] == [0, 1, 2, 3, 5]
+    assert results[0]["sub_query_ids"] == [0, 1, 2, 3, 4, 5]
     stats = data["stats"]
     assert {k: v for k, v in stats.items() if k != "elapsed_ms"} == {
         "sub_queries_total": 6,
@@ -459,8 +459,8 @@ def test_verify_checks_citation_format_and_source_hashes(run_dir, tmp_path):
     assert data == {
         "stage": "verify",
         "status": "completed",
-        "verified_claims_count": 7,  # paragraph 1's source changed, paragraph 3 cites nothing known
-        "single_source_claims_count": 7,
+        "verified_claims_count": 6,  # paragraph 1's source changed, paragraph 3 cites nothing known
+        "single_source_claims_count": 6,
         "conflicts_count": 0,
         "total_paragraphs": 7,
         "paragraph_without_citation_count": 1,

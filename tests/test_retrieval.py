@@ -128,11 +128,11 @@ def test_hybrid_mode_has_no_graph(db):
     assert set(result) == {"chunks", "entities", "edges", "explanations", "mode", "fusion"}
 
 
-# The bridging arithmetic with round numbers: unweighted fusion, full graph weight, every
-# candidate kept, only the seed's place kept.
+# The bridging arithmetic with round numbers: unweighted fusion, full graph weight, one
+# seed, every candidate kept, only the seed's place kept.
 PLAIN = dict(
     weights={"graph": 1.0}, seed_sharpness=4.0, bridge_decay=0.8, vector_weight=1.0,
-    peak_boost=0.0, rrf_k=3, bridge_pool=20, keep_top=1, keep_relevance=1.01,
+    peak_boost=0.0, rrf_k=3, seeds=1, bridge_pool=20, keep_top=1, keep_relevance=1.01,
 )
 
 
@@ -288,8 +288,7 @@ def test_tool_contract(db):
     tool = TOOLS["hybrid_query"]
     result = tool(db, {"q": QUESTION, "k": 3})
     jsonschema.validate(result, tool.output_schema)
-    # chunk 3 keeps its second place (fused top two); the default graph weight (0.5) lifts
-    # chunk 2 (a shared entity) above chunk 4's own relevance, not chunk 6 (shared terms)
+    # the fused ranking's first three keep their places (keep_top 3)
     assert ids(result) == [1, 3, 2]
 
 
@@ -468,7 +467,7 @@ def test_graph_signals_say_what_the_graph_added(db):
 def test_a_seeds_nth_candidate_counts_0_88_to_the_n(db):
     # by default the seed's n-th candidate counts 0.88 ** n (times its path's factor):
     # calibrated so it ranks among fused chunks about as often gold as it is
-    result = hybrid_query(db, QUESTION, RetrievalOptions(k=6, keep_top=1, keep_relevance=1.01))
+    result = hybrid_query(db, QUESTION, RetrievalOptions(k=6, seeds=1, keep_top=1, keep_relevance=1.01))
     assert [(c["id"], c.get("bridge"), c["signals"].get("graph", {}).get("seed_rank")) for c in result["chunks"]] == [
         (1, None, None),
         (2, 1.0, 1),
@@ -480,3 +479,41 @@ def test_a_seeds_nth_candidate_counts_0_88_to_the_n(db):
     ]
     # a bridged chunk scores relevance + 0.5 x bridge (chunk 2 just below its seed)
     assert [c["score"] for c in result["chunks"]] == [1.0, 0.999999, 0.78735, 0.679798, 0.633132, 0.347345]
+
+
+def test_less_relevant_seeds_lift_fused_chunks_they_reach(db):
+    options = dict(k=6, keep_top=1, keep_relevance=1.01)
+    one = hybrid_query(db, QUESTION, RetrievalOptions(seeds=1, **options))
+    three = hybrid_query(db, QUESTION, RetrievalOptions(**options))
+    relevance = {c["id"]: c["relevance"] for c in three["chunks"]}
+    bridge = {c["id"]: c.get("bridge") for c in three["chunks"]}
+    # chunk 2 (fused second, relevance 0.705: a seed, confidence 0.705 ** 4) reaches chunk 1
+    # through 'lake' and then chunk 5 through 'reservoir is_a lake' (hop 0.4 / 0.7 x 0.6):
+    # chunk 5's bridge is the first seed's 0.88 ** 2 x factor plus 0.705 ** 4 x 0.88 x factor
+    factor = 0.4 / 0.7 * 0.6
+    assert relevance[2] == 0.705472
+    assert {c["id"]: c.get("bridge") for c in one["chunks"]}[5] == 0.265509
+    assert bridge[5] == round(0.88**2 * factor + 0.705472**4 * 0.88 * factor, 6) == 0.340242
+    assert ids(three) == ids(one) == [1, 2, 3, 4, 6, 5]
+    # chunk 5 keeps the first seed's path in its explanation; chunk 3's fourth power of
+    # relevance 0.787 reaches nothing (its entities are the question's or in one chunk)
+    assert three["chunks"][5]["via"]["seed"] == 1
+    assert bridge[3] is None
+
+
+def test_a_seed_below_seed_new_relevance_brings_no_new_chunk(db):
+    from llm_graphrag.retrieval import _Query
+
+    state = _Query(db.conn, QUESTION, RetrievalOptions(vector_candidates=3, fts_candidates=3))
+    state.keyword_search()
+    state.vector_search()
+    state.fuse()
+    state.query_entities = state._match_query_entities()
+    assert sorted(state.relevance) == [1, 2, 3, 4]  # neither search found chunks 5 and 6
+    # a confident seed reaches (besides itself) 2 (lake), 5 (reservoir is_a lake) and 6
+    # (shared words)
+    assert sorted(state._candidates(1)[0]) == [1, 2, 5, 6]
+    # a less relevant one: only fused chunks, through entities and relations, no term search
+    candidates, term_scores = state._candidates(1, fused_only=True)
+    assert (sorted(candidates), term_scores) == ([1, 2], {})
+    assert candidates[2]["kind"] == "entity"
