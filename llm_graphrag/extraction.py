@@ -129,7 +129,7 @@ _VERB_BASES = """accept achieve act add adjust affect agree aim allow alter appl
     operate pass perform permit pick place prefer prepare prevent produce prove provide
     publish pull push put raise reach read realize receive recommend reduce refer reflect
     regard relate release rely remain remember remove rename render replace represent
-    request require reside resolve respond retrieve return reuse reveal run say see seem
+    require reside resolve respond retrieve return reuse reveal run say see seem
     select send serve show sit skip solve speak specify spend stand stay stop suggest suit
     supply suppose take talk teach tell tend think throw transform treat try turn understand
     use wait want wish write yield integrate interoperate connect communicate interact
@@ -148,7 +148,7 @@ _AMBIGUOUS_BASES = """access account answer attack back balance bear bind block 
     join judge jump kill land last lead level light limit line link list load lock log look
     mark match matter measure mind miss move name need note number object order output own
     package pair park part pass patch plan plant play point power present press print
-    process program protect pump query question rain range rate record reference release
+    process program protect pump query question rain range rate record reference release request
     remark repair reply report rest result return review ride ring rise risk rule run save
     scale schedule score search sense set shape share shift sign signal sleep smell sound
     source space spring stack stage start state step store stream structure study support
@@ -279,6 +279,8 @@ def lemma(word):
         return w
     if w in _IRREGULAR_PLURALS:
         return _IRREGULAR_PLURALS[w]
+    if w.endswith("ings") and len(w) > 6:
+        return lemma(w[:-1])  # "settings" meets "setting" ("set"), "strings" "string"
     if w.endswith("ing") and len(w) > 5 and w not in _ING_NOUNS:
         return _verb_stem(w[:-3])
     if w.endswith("ied") and len(w) > 4:
@@ -1161,7 +1163,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
         if low.endswith(("ing", "ed")) and low not in _IRREGULAR_VERB_FORMS:
             return _participle(low, k, tokens, prev_class, prev_word)
         return "verb"
-    if cls == "noun" and low.endswith("ed") and len(low) > 4:
+    if cls == "noun" and (low.endswith("ed") and len(low) > 4 or low.endswith("ing") and len(low) > 5 and low not in _ING_NOUNS):
         return _participle(low, k, tokens, prev_class, prev_word)
     if (
         cls == "noun" and low.endswith("s") and not low.endswith(_KEEP_S)
@@ -1205,6 +1207,8 @@ def _participle(low, k, tokens, prev_class, prev_word):
     after = tokens[k + 2][2].lower() if k + 2 < len(tokens) else ""
     if nxt.endswith("s") and nxt in AMBIGUOUS_FORMS and after in DETERMINERS:
         nxt = ""  # "condensing causes a liquid...": the next word is the verb
+    if low.endswith("ing") and prev_word in DETERMINERS and nxt.isalpha() and nxt.islower() and nxt not in STOPWORDS:
+        return "adj"  # "an incoming request"
     if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous") and nxt not in VERB_FORMS:
         if prev_class in ("start", "punct", "stop") and (
             prev_word in DETERMINERS or prev_word in ("of", "with", "by", "from", "in", "on", "into", "and", "or", "")
@@ -1212,8 +1216,24 @@ def _participle(low, k, tokens, prev_class, prev_word):
         ):
             return "adj"
     if low.endswith("ing") and low not in VERB_FORMS and prev_class in ("start", "punct", "stop") and prev_word not in ("is", "are", "was", "were", "be", "been"):
+        if _takes_object(nxt, k == 0 or prev_class == "start"):
+            return "verb"  # "for handling this condition", "utilizing Web server": the object is the thing
         return "noun"  # a gerund as a head: "damming a river"
     return "verb"
+
+
+def _takes_object(nxt, opening):
+    """Whether a gerund is a verb with an object: a noun or name right after it, or a
+    determiner or pronoun unless the gerund opens its sentence ("Damming a river can
+    cause ..." names an activity; "for handling this condition" does something to one)."""
+    if not nxt:
+        return False
+    low = nxt.lower()
+    if low in DETERMINERS or low in ("it", "them"):
+        return not opening
+    if low in STOPWORDS:
+        return False
+    return nxt[0].isupper() or not nxt[0].isalpha() or word_class(low) in ("noun", "ambiguous", "adj")
 
 
 @lru_cache(maxsize=1)

@@ -909,3 +909,23 @@ def test_markdown_underscore_bold_is_a_term_and_a_dunder_name_is_code():
 def test_inline_html_tags_in_markdown_are_markup():
     analysis = Analysis('## <a id="intro">1.</a> Introduction <br/> see :ref:`Tides <a-label>`')
     assert analysis.masked.split() == ["1.", "Introduction", "see", "Tides"]
+
+
+def test_a_gerund_with_an_object_is_a_verb_but_an_opening_one_names_an_activity():
+    found = names(mentions_of(
+        "The relay is a tool for handling stale readings, utilizing Harbor caches. "
+        "Buoys send an incoming request. Damming a river can cause a lake.",
+        extractors=(extraction.concept_mentions,),
+    ))
+    assert found == [
+        ("relay", "concept"), ("tool", "concept"), ("stale readings", "concept"), ("readings", "concept"),
+        ("Harbor caches", "concept"), ("caches", "concept"), ("buoys", "concept"),
+        ("incoming request", "concept"), ("request", "concept"),
+        ("Damming", "concept"), ("river", "concept"), ("lake", "concept"),
+    ]
+
+
+def test_a_plural_gerund_noun_meets_its_singular():
+    assert [normalize(w) for w in ("settings", "setting", "readings", "reading", "strings", "string")] == [
+        "set", "set", "read", "read", "string", "string",
+    ]
