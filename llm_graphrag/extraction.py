@@ -850,13 +850,16 @@ def markup_mentions(chunk, context):
             if not words or len(words) > 6 or not any(c.isalpha() for c in m.text):
                 continue
             label = m.text.split(" (")[0].strip(" .,:;")
+            first = label.split(" ", 1)
+            skip = len(first[0]) + 1 if len(first) == 2 and first[0].lower() in ("the", "a", "an") else 0
+            label = label[skip:]  # "[the Tcl/Tk 8.6 Web page](...)" names the page, not "the ..."
             if label.lower() in STOPWORDS or label.lower() in HEADING_STOPLIST:
                 continue
             typ = "term"
             name = label
             mentions.append(
                 Mention(
-                    label, typ, m.start, m.start + len(label), 0.85,
+                    label, typ, m.start + skip, m.start + skip + len(label), 0.85,
                     {m.kind: True, "role": m.role} if m.role else {m.kind: True},
                     name=name, extractor="markup",
                 )
@@ -1667,9 +1670,14 @@ def subject_mention(title):
         if m.kind == "code" and m.text:
             return Mention(m.text, "code", None, None, 0.9, {"inTitle": True}, extractor="title")
     head = re.split(r"\s+(?:—|--|---|–|:|-)\s+", title.strip(), maxsplit=1)[0].strip(" *`#")
+    kind = re.match(r"[^\s:]+:\s+(?=\S)", head)
+    if kind:
+        head = head[kind.end() :]  # "README: Tk": a kind of document, then its subject
     words = head.split()
     if not words or len(words) > 5:
         return None
+    if len(words) == 1 and head.lower().endswith("ing") and head.isalpha() and head.lower() not in _ING_NOUNS:
+        return None  # "Caching": an activity the page explains, not a thing
     if len(words) == 1 and head.islower() and re.fullmatch(r"[\w.]+", head):
         return Mention(head, "code", None, None, 0.8, {"inTitle": True}, extractor="title")
     if head.lower() in HEADING_STOPLIST or all(w.lower() in STOPWORDS or w.lower() in HEADING_STOPLIST for w in words):

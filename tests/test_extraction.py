@@ -929,3 +929,16 @@ def test_a_plural_gerund_noun_meets_its_singular():
     assert [normalize(w) for w in ("settings", "setting", "readings", "reading", "strings", "string")] == [
         "set", "set", "read", "read", "string", "string",
     ]
+
+
+def test_a_title_after_a_kind_of_document_names_its_subject_and_an_activity_names_nothing():
+    found = [subject_mention(t) for t in ("README:  Tidepool", "Runbook: rotating keys", "Caching", "Estuary")]
+    assert [(m.name, m.type) if m else None for m in found] == [("Tidepool", "name"), None, None, ("Estuary", "name")]
+
+
+def test_a_link_text_names_its_page_without_the_article():
+    text = "See [the Tide Atlas page](https://x.org) and `the Harbor guide <https://y.org>`_ here."
+    found = mentions_of(text, extractors=(extraction.markup_mentions,))
+    assert [(m.name, m.type, text[m.start : m.end]) for m in found] == [
+        ("Tide Atlas page", "term", "Tide Atlas page"), ("Harbor guide", "term", "Harbor guide"),
+    ]
