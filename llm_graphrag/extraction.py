@@ -1212,6 +1212,11 @@ def _participle(low, k, tokens, prev_class, prev_word):
         nxt = ""  # "condensing causes a liquid...": the next word is the verb
     if low.endswith("ing") and prev_word in DETERMINERS and nxt.isalpha() and nxt.islower() and nxt not in STOPWORDS:
         return "adj"  # "an incoming request"
+    if (
+        low.endswith("ing") and low not in VERB_FORMS and prev_class in ("noun", "mod")
+        and nxt.isalpha() and nxt.islower() and word_class(nxt) in ("noun", "ambiguous")
+    ):
+        return "noun"  # a compound: "unit testing framework", "the Tcl scripting language"
     if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous") and nxt not in VERB_FORMS:
         if prev_class in ("start", "punct", "stop") and (
             prev_word in DETERMINERS or prev_word in ("of", "with", "by", "from", "in", "on", "into", "and", "or", "")

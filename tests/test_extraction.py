@@ -942,3 +942,13 @@ def test_a_link_text_names_its_page_without_the_article():
     assert [(m.name, m.type, text[m.start : m.end]) for m in found] == [
         ("Tide Atlas page", "term", "Tide Atlas page"), ("Harbor guide", "term", "Harbor guide"),
     ]
+
+
+def test_an_ing_word_between_nouns_is_part_of_a_compound():
+    found = names(mentions_of(
+        "The Tidepool gauge logging service uses an error handling routine.", extractors=(extraction.concept_mentions,)
+    ))
+    assert found == [
+        ("Tidepool gauge logging service", "concept"), ("service", "concept"),
+        ("error handling routine", "concept"), ("routine", "concept"),
+    ]
