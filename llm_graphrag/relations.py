@@ -76,6 +76,9 @@ _PATTERNS = [
     (r"\b(?:appears?|listed)\s+in\b", "part_of", 0.7, False),
     (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
     (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
+    # "Django supports WSGI", "supported by Django": between named things only (_SUPPORTS).
+    (rf"\b(?:{_BE}\s+)?{_ADV}supported\s+{_ADV}by\b", "integrates_with", 0.7, True),
+    (r"\b(?:supports|support)\b", "integrates_with", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}configured\s+(?:via|through|with|by|using|in|from)\b", "configured_via", 0.85, False),
     # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
     (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
@@ -109,7 +112,7 @@ TRIGGER_LEADS = frozenset(
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    becomes become became supports support supported utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -137,6 +140,7 @@ _TRIGGERS = re.compile(
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
+_SUPPORTS = re.compile(r"\bsupport")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
 _NOT_ONLY = re.compile(r"\bnot (?:only|just|merely|simply)\b", re.I)
@@ -225,6 +229,13 @@ def pattern_relations(chunk, mentions, context):
                 continue
             if rel != "is_a":
                 rights = rights + _examples(group, rights[-1][0], masked, rights[0][1])
+                rights = rights + [(m, rights[-1][1] + 1) for m in _colon_items(group, rights[-1][0], masked)]
+            if _SUPPORTS.search(match.group()):
+                # "it only supports synchronous code": support names a relation between
+                # named things, not a property
+                rights = [r for r in rights if r[0].type not in ("concept", "version", "DATE")]
+                if left.type in ("concept", "version", "DATE") or not rights:
+                    continue
             if match.group().startswith(",") and _SUBORDINATE.match(masked, s_start, t_start) and "," not in masked[s_start:t_start]:
                 continue  # "If X needs Y, a list ...": the comma ends a clause, no apposition
             if match.group().startswith(",") and _LIST_GOES_ON.match(masked, rights[0][0].end):
@@ -506,6 +517,20 @@ def _named_kinds(group, masked, sentence):
 
 
 _COLON = re.compile(r"^\s*:\s*$")
+
+
+def _colon_items(group, noun, masked):
+    """The names listed after a plural noun and a colon ("supports two interfaces: WSGI
+    and ASGI"): what is said of the noun is said of each of them."""
+    i = group.index(noun) + 1
+    if noun.type != "concept" or not noun.name.endswith("s") or i >= len(group) or not _COLON.match(masked[noun.end : group[i].start]):
+        return []
+    items = [group[i]]
+    for m in group[i + 1 :]:
+        if not _COORD.match(masked[items[-1].end : m.start]):
+            break
+        items.append(m)
+    return [m for m in items if m.type not in ("concept", "version", "DATE", "step")]
 
 
 def _colon_lists(group, masked, sentence):

@@ -138,7 +138,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
     phrases = [
         "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
-        "A is bundled in B", "A appears in B", "A contains B", "A integrates with B", "A is configured via B",
+        "A is bundled in B", "A appears in B", "A contains B", "A integrates with B", "A is supported by B", "A supports B", "A is configured via B",
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
@@ -379,3 +379,22 @@ def test_appearing_in_a_list_is_part_of_it():
 def test_an_insertion_giving_another_name_is_skipped():
     text = "Tidepool, or `tp` as short version, is a message broker."
     assert candidates(text, relations.pattern_relations) == [("Tidepool", "is_a", "message broker", 0.6, 0.87)]
+
+
+def test_support_between_named_things_integrates_them():
+    assert candidates("Then Basin supports Heron and Kestrel.", relations.pattern_relations) == [
+        ("Basin", "integrates_with", "Heron", 0.7, 1.0), ("Basin", "integrates_with", "Kestrel", 0.7, 1.0),
+    ]
+    assert candidates("The Export API is supported by Heron.", relations.pattern_relations) == [
+        ("Heron", "integrates_with", "Export API", 0.7, 1.0),
+    ]
+    # A property is no named thing.
+    assert candidates("Then Basin only supports synchronous code.", relations.pattern_relations) == []
+
+
+def test_what_is_said_of_a_plural_noun_before_a_colon_is_said_of_the_names_listed():
+    assert candidates("Then Basin uses two formats: Parquet and Avro.", relations.pattern_relations) == [
+        ("Basin", "uses", "formats", 0.8, 0.87), ("Basin", "uses", "Parquet", 0.8, 0.769),
+        ("Basin", "uses", "Avro", 0.8, 0.769), ("Parquet", "is_a", "formats", 0.6, 1.0),
+        ("Avro", "is_a", "formats", 0.6, 1.0),
+    ]
