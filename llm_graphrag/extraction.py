@@ -195,6 +195,8 @@ COMMON_ADJECTIVES = frozenset(
 )
 # Adjectives that carry meaning inside a compound ("standard library", "open source").
 KEEP_ADJECTIVES = frozenset("standard open native pure built-in".split())
+# Adjectives that are nouns at the end of a phrase after another word ("the main Python standard").
+ADJECTIVE_NOUNS = frozenset("standard standards potential official".split())
 # A name followed by one of these is just that name: "OpenSSL library", ":mod:`json` module".
 KIND_NOUNS = frozenset("library libraries module modules project projects program tool suite toolkit website site".split())
 
@@ -1143,8 +1145,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
             pass  # a capitalised first word is an ordinary word
         else:
             nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
-            if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous"):
-                return "mod"  # "Python package", "SQL interface"
+            if nxt and nxt.islower() and (word_class(nxt) in ("noun", "ambiguous") or nxt in ADJECTIVE_NOUNS):
+                return "mod"  # "Python package", "SQL interface", "Python standard"
             return "name"
     if not low.isalpha() and ("_" in low or "." in low or any(c.isdigit() for c in low)):
         return "other"
@@ -1262,7 +1264,7 @@ def _emit(run, mentions, text):
         len(run) == 1 or run[0][2] not in KEEP_ADJECTIVES and (run[0][2] in COMMON_ADJECTIVES or run[0][2] in _library_stop_words())
     ):
         run = run[1:]
-    while run and run[-1][3] in ("adj", "mod"):
+    while run and run[-1][3] in ("adj", "mod") and not (len(run) > 1 and run[-1][2] in ADJECTIVE_NOUNS):
         run = run[:-1]
     if not run:
         return

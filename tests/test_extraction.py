@@ -952,3 +952,13 @@ def test_an_ing_word_between_nouns_is_part_of_a_compound():
         ("Tidepool gauge logging service", "concept"), ("service", "concept"),
         ("error handling routine", "concept"), ("routine", "concept"),
     ]
+
+
+def test_an_adjective_that_is_also_a_noun_ends_a_phrase_after_a_name():
+    found = names(mentions_of(
+        "Kestrel is the main Python standard for tides, and the standard library.", extractors=(extraction.concept_mentions,)
+    ))
+    assert found == [
+        ("Kestrel", "concept"), ("Python standard", "concept"), ("standard", "concept"), ("tides", "concept"),
+        ("standard library", "concept"), ("library", "concept"),
+    ]

@@ -398,3 +398,9 @@ def test_what_is_said_of_a_plural_noun_before_a_colon_is_said_of_the_names_liste
         ("Basin", "uses", "Avro", 0.8, 0.769), ("Parquet", "is_a", "formats", 0.6, 1.0),
         ("Avro", "is_a", "formats", 0.6, 1.0),
     ]
+
+
+def test_a_name_before_an_adjective_noun_is_its_modifier():
+    assert candidates("Then WSGI is the main Python standard for servers.", relations.pattern_relations) == [
+        ("WSGI", "is_a", "Python standard", 0.6, 0.87),
+    ]
