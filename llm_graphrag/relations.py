@@ -85,6 +85,8 @@ _PATTERNS = [
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
+    # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
+    (r"\b(?:provides|provide|implements|implement|exposes|expose)\b", "defines", 0.7, False),
     (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)\s+of\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:subclass|subtype|instance|speciali[sz]ation)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
@@ -112,7 +114,7 @@ TRIGGER_LEADS = frozenset(
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became supports support supported utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    becomes become became provides provide implements implement exposes expose supports support supported utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -140,6 +142,7 @@ _TRIGGERS = re.compile(
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
+_PROVIDES = re.compile(r"provide|implement|expose")
 _SUPPORTS = re.compile(r"\bsupport")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
@@ -230,6 +233,10 @@ def pattern_relations(chunk, mentions, context):
             if rel != "is_a":
                 rights = rights + _examples(group, rights[-1][0], masked, rights[0][1])
                 rights = rights + [(m, rights[-1][1] + 1) for m in _colon_items(group, rights[-1][0], masked)]
+            if _PROVIDES.match(match.group()):
+                rights = [r for r in rights if r[0].type == "code"]
+                if left.type != "code" or not rights:
+                    continue
             if _SUPPORTS.search(match.group()):
                 # "it only supports synchronous code": support names a relation between
                 # named things, not a property

@@ -139,7 +139,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     phrases = [
         "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
         "A is bundled in B", "A appears in B", "A contains B", "A integrates with B", "A is supported by B", "A supports B", "A is configured via B",
-        "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B",
+        "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B", "A provides B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
         "A is located in B", "A hosted at B", "A supersedes B", "A, also known as B",
@@ -404,3 +404,12 @@ def test_a_name_before_an_adjective_noun_is_its_modifier():
     assert candidates("Then WSGI is the main Python standard for servers.", relations.pattern_relations) == [
         ("WSGI", "is_a", "Python standard", 0.6, 0.87),
     ]
+
+
+def test_code_defines_the_code_it_provides():
+    text = "This module provides :class:`Tide` and :func:`ebb`. It provides fast access."
+    assert candidates(text, relations.pattern_relations, title="tidepool — Tides") == [
+        ("tidepool", "defines", "Tide", 0.7, 1.0), ("tidepool", "defines", "ebb", 0.7, 1.0),
+    ]
+    # A name is no code: what it provides, it does not define.
+    assert candidates("Then Heron provides :class:`Tide`.", relations.pattern_relations) == []
