@@ -1699,6 +1699,26 @@ def subject_mention(title):
     return Mention(head, typ, None, None, 0.8, {"inTitle": True}, extractor="title")
 
 
+def _modifier_names(mentions):
+    """Less the names a chunk only uses as the modifier of a phrase ("Python users", "the
+    Python documentation toolset"): the phrase names the thing; a name said on its own
+    anywhere in the chunk stays everywhere."""
+    phrases = [m for m in mentions if m.type == "concept" and " " in m.name]
+    if not phrases:
+        return mentions
+    modifiers, alone = set(), set()
+    for m in mentions:
+        if m.type != "name" or m.extractor != "names":
+            continue
+        if any(p.start == m.start and p.end > m.end for p in phrases):
+            modifiers.add(id(m))
+        else:
+            alone.add(m.norm)
+    if not modifiers:
+        return mentions
+    return [m for m in mentions if id(m) not in modifiers or m.norm in alone]
+
+
 def _premodifiers(mentions, text):
     """Less the one-word concepts that stand right before a name or code span, as its
     modifier: "a genuine Cross Site Request Forgery", "every incoming `HttpRequest`"."""
@@ -1717,7 +1737,7 @@ def _premodifiers(mentions, text):
 def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
-    mentions = _premodifiers(resolve_overlaps(mentions), chunk.text)
+    mentions = _modifier_names(_premodifiers(resolve_overlaps(mentions), chunk.text))
     corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
     if corefs:
         spans = [(c.start, c.end) for c in corefs]

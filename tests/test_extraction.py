@@ -962,3 +962,12 @@ def test_an_adjective_that_is_also_a_noun_ends_a_phrase_after_a_name():
         ("Kestrel", "concept"), ("Python standard", "concept"), ("standard", "concept"), ("tides", "concept"),
         ("standard library", "concept"), ("library", "concept"),
     ]
+
+
+def test_a_name_only_used_as_a_modifier_is_no_mention_of_its_own():
+    found = names(mentions_of("Many Heron users read the Kestrel manual. Only Kestrel is small."))
+    # Heron only modifies "users"; Kestrel is also said on its own, so it stays everywhere.
+    assert found == [
+        ("Heron users", "concept"), ("users", "concept"), ("Kestrel manual", "concept"), ("Kestrel", "name"),
+        ("manual", "concept"), ("Kestrel", "name"),
+    ]
