@@ -1282,7 +1282,7 @@ def _emit(run, mentions, text):
         return
     start, end = run[0][0], run[-1][1]
     name = " ".join(r[4] for r in run)  # as written: the norm puts inflections together
-    if len(words) > 1 and all(w in GENERIC_NOUNS or w in COMMON_ADJECTIVES for w in words):
+    if len(words) > 1 and all((w in GENERIC_NOUNS or w in COMMON_ADJECTIVES) and w not in KEEP_ADJECTIVES for w in words):
         return
     score = 0.6 if len(words) == 1 else 0.7
     # The norm comes from the words in lower case (but names), as it did before names

@@ -971,3 +971,8 @@ def test_a_name_only_used_as_a_modifier_is_no_mention_of_its_own():
         ("Heron users", "concept"), ("users", "concept"), ("Kestrel manual", "concept"), ("Kestrel", "name"),
         ("manual", "concept"), ("Kestrel", "name"),
     ]
+
+
+def test_a_meaningful_adjective_keeps_a_generic_noun_a_phrase():
+    found = names(mentions_of("The model uses critical built-in types and standard types.", extractors=(extraction.concept_mentions,)))
+    assert found == [("model", "concept"), ("built-in types", "concept"), ("standard types", "concept")]
