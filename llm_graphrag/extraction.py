@@ -1011,6 +1011,8 @@ def name_mentions(chunk, context):
                 span_tokens = span_tokens[1:]  # "Official BLAKE2 website", "See the Python docs"
                 while len(span_tokens) > 1 and span_tokens[0][2].lower() in NAME_CONNECTORS:
                     span_tokens = span_tokens[1:]
+            while len(span_tokens) > 1 and span_tokens[0][2].endswith("ing") and span_tokens[0][2].lower() in VERB_FORMS:
+                span_tokens = span_tokens[1:]  # "See Using REMOTE_USER on ...": a title's gerund, no name
             words = [t[2] for t in span_tokens]
             at_start = span_tokens[0][0] == first_start
             if len(words) == 1:

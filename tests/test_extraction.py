@@ -976,3 +976,11 @@ def test_a_name_only_used_as_a_modifier_is_no_mention_of_its_own():
 def test_a_meaningful_adjective_keeps_a_generic_noun_a_phrase():
     found = names(mentions_of("The model uses critical built-in types and standard types.", extractors=(extraction.concept_mentions,)))
     assert found == [("model", "concept"), ("built-in types", "concept"), ("standard types", "concept")]
+
+
+def test_a_capitalised_gerund_opens_a_title_not_a_name():
+    found = names(mentions_of(
+        "The guide explains it; read Making Tidepool fast, then visit Beijing Normal University today.",
+        extractors=(extraction.name_mentions,),
+    ))
+    assert found == [("Tidepool", "name"), ("Beijing Normal University", "name")]
