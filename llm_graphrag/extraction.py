@@ -1702,8 +1702,8 @@ def subject_mention(title):
 
 
 def _modifier_names(mentions):
-    """Less the names a chunk only uses as the modifier of a phrase ("Python users", "the
-    Python documentation toolset"): the phrase names the thing; a name said on its own
+    """Less the names a chunk only uses as a modifier inside a phrase ("Python users", "a
+    cross-platform GUI toolkit"): the phrase names the thing; a name said on its own
     anywhere in the chunk stays everywhere."""
     phrases = [m for m in mentions if m.type == "concept" and " " in m.name]
     if not phrases:
@@ -1712,7 +1712,7 @@ def _modifier_names(mentions):
     for m in mentions:
         if m.type != "name" or m.extractor != "names":
             continue
-        if any(p.start == m.start and p.end > m.end for p in phrases):
+        if any(p.start <= m.start and p.end > m.end for p in phrases):
             modifiers.add(id(m))
         else:
             alone.add(m.norm)

@@ -965,11 +965,12 @@ def test_an_adjective_that_is_also_a_noun_ends_a_phrase_after_a_name():
 
 
 def test_a_name_only_used_as_a_modifier_is_no_mention_of_its_own():
-    found = names(mentions_of("Many Heron users read the Kestrel manual. Only Kestrel is small."))
-    # Heron only modifies "users"; Kestrel is also said on its own, so it stays everywhere.
+    found = names(mentions_of("Many Heron users read the Kestrel manual. Basin is a cross-platform GUI toolkit. Only Kestrel is small."))
+    # Heron and GUI only modify a phrase; Kestrel is also said on its own, so it stays everywhere.
     assert found == [
         ("Heron users", "concept"), ("users", "concept"), ("Kestrel manual", "concept"), ("Kestrel", "name"),
-        ("manual", "concept"), ("Kestrel", "name"),
+        ("manual", "concept"), ("Basin", "concept"), ("cross-platform GUI toolkit", "concept"), ("toolkit", "concept"),
+        ("Kestrel", "name"),
     ]
 
 
