@@ -1049,6 +1049,18 @@ def _title_case(tokens):
     return caps == len(words) and sum(1 for w in words if w[0].isupper()) >= 2
 
 
+def _superlative(word):
+    """"fastest", "largest", "biggest", "easiest": a common adjective's superlative."""
+    if not word.endswith("est") or len(word) < 6:
+        return False
+    base = word[:-3]
+    return (
+        base in COMMON_ADJECTIVES or base + "e" in COMMON_ADJECTIVES
+        or base[-1] == base[-2] and base[:-1] in COMMON_ADJECTIVES
+        or base.endswith("i") and base[:-1] + "y" in COMMON_ADJECTIVES
+    )
+
+
 @lru_cache(maxsize=100_000)
 def word_class(word):
     """Context-free class of a lower-case word: stop, verb, ambiguous, adverb, adj, noun."""
@@ -1062,7 +1074,7 @@ def word_class(word):
         return "verb"
     if word.endswith("ly") and len(word) > 4 and word not in _LY_NOUNS:
         return "adverb"
-    if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES):
+    if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES) or _superlative(word):
         return "adj"
     if word.endswith("ic") and len(word) > 4 and word not in _IC_NOUNS:
         return "adj"  # volcanic, pathogenic, genetic

@@ -985,3 +985,11 @@ def test_a_capitalised_gerund_opens_a_title_not_a_name():
         extractors=(extraction.name_mentions,),
     ))
     assert found == [("Tidepool", "name"), ("Beijing Normal University", "name")]
+
+
+def test_a_common_adjectives_superlative_is_an_adjective():
+    assert [extraction.word_class(w) for w in ("fastest", "largest", "biggest", "easiest", "forest", "harvest")] == [
+        "adj", "adj", "adj", "adj", "noun", "noun",
+    ]
+    found = names(mentions_of("The fastest, most efficient cache is Basin.", extractors=(extraction.concept_mentions,)))
+    assert found == [("efficient cache", "concept"), ("cache", "concept")]
