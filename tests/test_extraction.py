@@ -993,3 +993,8 @@ def test_a_common_adjectives_superlative_is_an_adjective():
     ]
     found = names(mentions_of("The fastest, most efficient cache is Basin.", extractors=(extraction.concept_mentions,)))
     assert found == [("efficient cache", "concept"), ("cache", "concept")]
+
+
+def test_an_imperative_opening_a_list_item_is_a_verb():
+    found = names(mentions_of("- Edit the tide settings file.\n- Restart your relay.", extractors=(extraction.concept_mentions,)))
+    assert found == [("tide settings file", "concept"), ("file", "concept"), ("relay", "concept")]
