@@ -1193,6 +1193,11 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
         nxt = tokens[k + 1][2]
         if nxt.lower() in DETERMINERS or nxt[0].isupper():
             return "verb"  # "the release bundles Tcl/Tk"
+    if (
+        cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
+        and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "its", "their", "your")
+    ):
+        return "verb"  # a coordinated verb: "It stores data and abstracts the sending"
     if cls == "noun" and prev_word in ("this", "that", "which", "who") and low.endswith("s") and not low.endswith(_KEEP_S):
         return "verb"  # "this simplifies", "that conducts"
     if (

@@ -998,3 +998,8 @@ def test_a_common_adjectives_superlative_is_an_adjective():
 def test_an_imperative_opening_a_list_item_is_a_verb():
     found = names(mentions_of("- Edit the tide settings file.\n- Restart your relay.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide settings file", "concept"), ("file", "concept"), ("relay", "concept")]
+
+
+def test_an_s_word_after_and_before_an_article_is_a_coordinated_verb():
+    found = names(mentions_of("The relay stores readings and abstracts the sending of tides.", extractors=(extraction.concept_mentions,)))
+    assert found == [("relay", "concept"), ("readings", "concept"), ("tides", "concept")]
