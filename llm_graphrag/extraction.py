@@ -1221,7 +1221,7 @@ def _verb_follows(low, k, tokens, prev_word):
             return True
         if nlow.endswith("ing"):
             return False  # "codes using hashes"
-        return nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj", "verb", "ambiguous")
+        return nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj", "ambiguous")  # not before a verb: "error views require"
     if prev_word.endswith("s") and not prev_word.endswith("ss"):
         return nlow in DETERMINERS or (nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj"))
     return False

@@ -1003,3 +1003,10 @@ def test_an_imperative_opening_a_list_item_is_a_verb():
 def test_an_s_word_after_and_before_an_article_is_a_coordinated_verb():
     found = names(mentions_of("The relay stores readings and abstracts the sending of tides.", extractors=(extraction.concept_mentions,)))
     assert found == [("relay", "concept"), ("readings", "concept"), ("tides", "concept")]
+
+
+def test_an_s_word_before_a_verb_is_its_subject_noun():
+    found = names(mentions_of("The default error views require the token, and the heart pumps blood.", extractors=(extraction.concept_mentions,)))
+    assert found == [
+        ("default error views", "concept"), ("views", "concept"), ("token", "concept"), ("heart", "concept"), ("blood", "concept"),
+    ]
