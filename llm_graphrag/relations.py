@@ -142,6 +142,7 @@ _TRIGGERS = re.compile(
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
+_MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"provide|implement|expose")
 _SUPPORTS = re.compile(r"\bsupport")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
@@ -233,6 +234,8 @@ def pattern_relations(chunk, mentions, context):
             if rel != "is_a":
                 rights = rights + _examples(group, rights[-1][0], masked, rights[0][1])
                 rights = rights + [(m, rights[-1][1] + 1) for m in _colon_items(group, rights[-1][0], masked)]
+            if rel == "defines" and _MODAL_BEFORE.search(masked, max(s_start, t_start - 16), t_start):
+                continue  # "each client must specify the port": an instruction, no definition
             if _PROVIDES.match(match.group()):
                 rights = [r for r in rights if r[0].type == "code"]
                 if left.type != "code" or not rights:

@@ -413,3 +413,9 @@ def test_code_defines_the_code_it_provides():
     ]
     # A name is no code: what it provides, it does not define.
     assert candidates("Then Heron provides :class:`Tide`.", relations.pattern_relations) == []
+
+
+def test_an_instruction_to_specify_is_no_definition():
+    assert candidates("Then each client must specify the Basin port. Then Heron specifies Kestrel.", relations.pattern_relations) == [
+        ("Heron", "defines", "Kestrel", 0.8, 1.0),
+    ]
