@@ -1240,6 +1240,8 @@ def _participle(low, k, tokens, prev_class, prev_word):
         and nxt.isalpha() and nxt.islower() and word_class(nxt) in ("noun", "ambiguous")
     ):
         return "noun"  # a compound: "unit testing framework", "the Tcl scripting language"
+    if k == 0 and low.endswith("ing") and low in VERB_FORMS:
+        return "verb"  # a title's or sentence's opening gerund takes an object: "Enabling sessions"
     if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous") and nxt not in VERB_FORMS:
         if prev_class in ("start", "punct", "stop") and (
             prev_word in DETERMINERS or prev_word in ("of", "with", "by", "from", "in", "on", "into", "and", "or", "")

@@ -1010,3 +1010,8 @@ def test_an_s_word_before_a_verb_is_its_subject_noun():
     assert found == [
         ("default error views", "concept"), ("views", "concept"), ("token", "concept"), ("heart", "concept"), ("blood", "concept"),
     ]
+
+
+def test_an_opening_gerund_of_a_verb_takes_an_object():
+    found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
+    assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
