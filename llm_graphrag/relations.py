@@ -72,7 +72,8 @@ _PATTERNS = [
     (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
     (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
     (rf"\b(?:{_BE}|remains?|becomes?|became)\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
-    (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b|\bfound\s+in\b", "part_of", 0.75, False),
+    (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b", "part_of", 0.75, False),
+    (r"\bfound\s+in\b", "located_in", 0.75, False),
     (r"\b(?:appears?|listed)\s+in\b", "part_of", 0.7, False),
     (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
     (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
@@ -228,6 +229,8 @@ def pattern_relations(chunk, mentions, context):
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
                 continue  # "has not been included with": what a sentence denies is no relation
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
+            if left is not None and not _finite(match.group()):
+                left = _described(group, left, masked)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             if left is None or not rights:
                 continue
@@ -448,6 +451,18 @@ def _apposition_head(group, index, masked):
                 return None
             return m
     return None
+
+
+_DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}")
+
+
+def _described(group, left, masked):
+    """What a participle after a describing noun is said of: in "Chlorophyll is a pigment
+    found in chloroplasts" and "Tk, a toolkit implemented with Tcl", the named thing."""
+    i = group.index(left)
+    if left.type != "concept" or i == 0 or not _DESCRIBES.fullmatch(masked, group[i - 1].end, left.start):
+        return left
+    return group[i - 1]
 
 
 def _rights_of(group, position, masked, s_end, starts=None, s_start=None):

@@ -138,7 +138,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
     phrases = [
         "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
-        "A is bundled in B", "A appears in B", "A contains B", "A integrates with B", "A is supported by B", "A supports B", "A is configured via B",
+        "A is bundled in B", "A found in B", "A appears in B", "A contains B", "A integrates with B", "A is supported by B", "A supports B", "A is configured via B",
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B", "A provides B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
@@ -418,4 +418,13 @@ def test_code_defines_the_code_it_provides():
 def test_an_instruction_to_specify_is_no_definition():
     assert candidates("Then each client must specify the Basin port. Then Heron specifies Kestrel.", relations.pattern_relations) == [
         ("Heron", "defines", "Kestrel", 0.8, 1.0),
+    ]
+
+
+def test_a_participle_after_a_describing_noun_is_said_of_the_named_thing():
+    assert candidates("Chlorophyll is a green pigment found in the chloroplasts of plant cells.", relations.pattern_relations) == [
+        ("Chlorophyll", "is_a", "pigment", 0.6, 0.87), ("Chlorophyll", "located_in", "chloroplasts", 0.75, 0.87),
+    ]
+    assert candidates("Then Heron, a small relay used by Basin, is here.", relations.pattern_relations) == [
+        ("Heron", "is_a", "relay", 0.55, 0.87), ("Basin", "uses", "Heron", 0.8, 1.0),
     ]
