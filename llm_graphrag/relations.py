@@ -69,6 +69,7 @@ _ADV = r"(?:\w+ly\s+)?"
 _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
     (r"\b(?:uses|use|used(?!\s+to\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
+    (rf"\b{_BE}\s+{_ADV}based\s+(?:up)?on\b", "uses", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
     (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
     (rf"\b(?:{_BE}|remains?|becomes?|became)\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
@@ -77,6 +78,7 @@ _PATTERNS = [
     (r"\b(?:appears?|listed)\s+in\b", "part_of", 0.7, False),
     (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
     (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
+    (rf"\b{_BE}\s+{_ADV}(?:compatible|interoperable)\s+with\b", "integrates_with", 0.7, False),
     # "Django supports WSGI", "supported by Django": between named things only (_SUPPORTS).
     (rf"\b(?:{_BE}\s+)?{_ADV}supported\s+{_ADV}by\b", "integrates_with", 0.7, True),
     (r"\b(?:supports|support)\b", "integrates_with", 0.7, False),
@@ -97,7 +99,7 @@ _PATTERNS = [
     (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
     (r"\b(?:causes|cause|caused|leads?\s+to|led\s+to|results?\s+in|triggers)\b", "causes", 0.8, False),
     (r"\b(?:produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
-    (rf"\b{_BE}\s+{_ADV}(?:located|situated|based|available|hosted)\s+(?:in|on|at|from)\b", "located_in", 0.8, False),
+    (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
     (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b", "located_in", 0.75, False),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),

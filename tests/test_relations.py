@@ -137,8 +137,8 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     texts = [p.read_text() for p in sorted((root / "sample-corpus").rglob("*.*"))]
     texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
     phrases = [
-        "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
-        "A is bundled in B", "A found in B", "A appears in B", "A contains B", "A integrates with B", "A is supported by B", "A supports B", "A is configured via B",
+        "A is used by B", "A uses B", "A is based on B", "A is required by B", "A depends on B", "A is part of B",
+        "A is bundled in B", "A found in B", "A appears in B", "A contains B", "A integrates with B", "A is compatible with B", "A is supported by B", "A supports B", "A is configured via B",
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B", "A provides B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
@@ -427,4 +427,14 @@ def test_a_participle_after_a_describing_noun_is_said_of_the_named_thing():
     ]
     assert candidates("Then Heron, a small relay used by Basin, is here.", relations.pattern_relations) == [
         ("Heron", "is_a", "relay", 0.55, 0.87), ("Basin", "uses", "Heron", 0.8, 1.0),
+    ]
+
+
+def test_based_on_is_use_and_compatible_with_integrates():
+    found = [candidates(t, relations.pattern_relations) for t in (
+        "Then Basin is based on Heron.", "Then Basin is based in Lisbon.", "Then Basin is compatible with Heron.",
+    )]
+    assert found == [
+        [("Basin", "uses", "Heron", 0.7, 1.0)], [("Basin", "located_in", "Lisbon", 0.8, 1.0)],
+        [("Basin", "integrates_with", "Heron", 0.7, 1.0)],
     ]
