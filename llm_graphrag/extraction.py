@@ -129,7 +129,7 @@ _VERB_BASES = """accept achieve act add adjust affect agree aim allow alter appl
     operate pass perform permit pick place prefer prepare prevent produce prove provide
     publish pull push put raise reach read realize receive recommend reduce refer reflect
     regard relate release rely remain remember remove rename render replace represent
-    request require reside resolve respond retrieve return reuse reveal run say see seem
+    require reside resolve respond retrieve return reuse reveal run say see seem
     select send serve show sit skip solve speak specify spend stand stay stop suggest suit
     supply suppose take talk teach tell tend think throw transform treat try turn understand
     use wait want wish write yield integrate interoperate connect communicate interact
@@ -148,7 +148,7 @@ _AMBIGUOUS_BASES = """access account answer attack back balance bear bind block 
     join judge jump kill land last lead level light limit line link list load lock log look
     mark match matter measure mind miss move name need note number object order output own
     package pair park part pass patch plan plant play point power present press print
-    process program protect pump query question rain range rate record reference release
+    process program protect pump query question rain range rate record reference release request
     remark repair reply report rest result return review ride ring rise risk rule run save
     scale schedule score search sense set shape share shift sign signal sleep smell sound
     source space spring stack stage start state step store stream structure study support
@@ -195,6 +195,8 @@ COMMON_ADJECTIVES = frozenset(
 )
 # Adjectives that carry meaning inside a compound ("standard library", "open source").
 KEEP_ADJECTIVES = frozenset("standard open native pure built-in".split())
+# Adjectives that are nouns at the end of a phrase after another word ("the main Python standard").
+ADJECTIVE_NOUNS = frozenset("standard standards potential official".split())
 # A name followed by one of these is just that name: "OpenSSL library", ":mod:`json` module".
 KIND_NOUNS = frozenset("library libraries module modules project projects program tool suite toolkit website site".split())
 
@@ -279,6 +281,8 @@ def lemma(word):
         return w
     if w in _IRREGULAR_PLURALS:
         return _IRREGULAR_PLURALS[w]
+    if w.endswith("ings") and len(w) > 6:
+        return lemma(w[:-1])  # "settings" meets "setting" ("set"), "strings" "string"
     if w.endswith("ing") and len(w) > 5 and w not in _ING_NOUNS:
         return _verb_stem(w[:-3])
     if w.endswith("ied") and len(w) > 4:
@@ -848,13 +852,16 @@ def markup_mentions(chunk, context):
             if not words or len(words) > 6 or not any(c.isalpha() for c in m.text):
                 continue
             label = m.text.split(" (")[0].strip(" .,:;")
+            first = label.split(" ", 1)
+            skip = len(first[0]) + 1 if len(first) == 2 and first[0].lower() in ("the", "a", "an") else 0
+            label = label[skip:]  # "[the Tcl/Tk 8.6 Web page](...)" names the page, not "the ..."
             if label.lower() in STOPWORDS or label.lower() in HEADING_STOPLIST:
                 continue
             typ = "term"
             name = label
             mentions.append(
                 Mention(
-                    label, typ, m.start, m.start + len(label), 0.85,
+                    label, typ, m.start + skip, m.start + skip + len(label), 0.85,
                     {m.kind: True, "role": m.role} if m.role else {m.kind: True},
                     name=name, extractor="markup",
                 )
@@ -1004,6 +1011,8 @@ def name_mentions(chunk, context):
                 span_tokens = span_tokens[1:]  # "Official BLAKE2 website", "See the Python docs"
                 while len(span_tokens) > 1 and span_tokens[0][2].lower() in NAME_CONNECTORS:
                     span_tokens = span_tokens[1:]
+            while len(span_tokens) > 1 and span_tokens[0][2].endswith("ing") and span_tokens[0][2].lower() in VERB_FORMS:
+                span_tokens = span_tokens[1:]  # "See Using REMOTE_USER on ...": a title's gerund, no name
             words = [t[2] for t in span_tokens]
             at_start = span_tokens[0][0] == first_start
             if len(words) == 1:
@@ -1040,6 +1049,18 @@ def _title_case(tokens):
     return caps == len(words) and sum(1 for w in words if w[0].isupper()) >= 2
 
 
+def _superlative(word):
+    """"fastest", "largest", "biggest", "easiest": a common adjective's superlative."""
+    if not word.endswith("est") or len(word) < 6:
+        return False
+    base = word[:-3]
+    return (
+        base in COMMON_ADJECTIVES or base + "e" in COMMON_ADJECTIVES
+        or base[-1] == base[-2] and base[:-1] in COMMON_ADJECTIVES
+        or base.endswith("i") and base[:-1] + "y" in COMMON_ADJECTIVES
+    )
+
+
 @lru_cache(maxsize=100_000)
 def word_class(word):
     """Context-free class of a lower-case word: stop, verb, ambiguous, adverb, adj, noun."""
@@ -1053,7 +1074,7 @@ def word_class(word):
         return "verb"
     if word.endswith("ly") and len(word) > 4 and word not in _LY_NOUNS:
         return "adverb"
-    if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES):
+    if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES) or _superlative(word):
         return "adj"
     if word.endswith("ic") and len(word) > 4 and word not in _IC_NOUNS:
         return "adj"  # volcanic, pathogenic, genetic
@@ -1138,12 +1159,14 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
             pass  # a capitalised first word is an ordinary word
         else:
             nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
-            if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous"):
-                return "mod"  # "Python package", "SQL interface"
+            if nxt and nxt.islower() and (word_class(nxt) in ("noun", "ambiguous") or nxt in ADJECTIVE_NOUNS):
+                return "mod"  # "Python package", "SQL interface", "Python standard"
             return "name"
     if not low.isalpha() and ("_" in low or "." in low or any(c.isdigit() for c in low)):
         return "other"
     cls = word_class(low)
+    if k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their"):
+        return "verb"  # an imperative opens its sentence: "Edit the settings"
     if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (
         prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only")
     ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):
@@ -1161,7 +1184,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
         if low.endswith(("ing", "ed")) and low not in _IRREGULAR_VERB_FORMS:
             return _participle(low, k, tokens, prev_class, prev_word)
         return "verb"
-    if cls == "noun" and low.endswith("ed") and len(low) > 4:
+    if cls == "noun" and (low.endswith("ed") and len(low) > 4 or low.endswith("ing") and len(low) > 5 and low not in _ING_NOUNS):
         return _participle(low, k, tokens, prev_class, prev_word)
     if (
         cls == "noun" and low.endswith("s") and not low.endswith(_KEEP_S)
@@ -1170,6 +1193,11 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
         nxt = tokens[k + 1][2]
         if nxt.lower() in DETERMINERS or nxt[0].isupper():
             return "verb"  # "the release bundles Tcl/Tk"
+    if (
+        cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
+        and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "its", "their", "your")
+    ):
+        return "verb"  # a coordinated verb: "It stores data and abstracts the sending"
     if cls == "noun" and prev_word in ("this", "that", "which", "who") and low.endswith("s") and not low.endswith(_KEEP_S):
         return "verb"  # "this simplifies", "that conducts"
     if (
@@ -1193,7 +1221,7 @@ def _verb_follows(low, k, tokens, prev_word):
             return True
         if nlow.endswith("ing"):
             return False  # "codes using hashes"
-        return nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj", "verb", "ambiguous")
+        return nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj", "ambiguous")  # not before a verb: "error views require"
     if prev_word.endswith("s") and not prev_word.endswith("ss"):
         return nlow in DETERMINERS or (nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj"))
     return False
@@ -1205,6 +1233,15 @@ def _participle(low, k, tokens, prev_class, prev_word):
     after = tokens[k + 2][2].lower() if k + 2 < len(tokens) else ""
     if nxt.endswith("s") and nxt in AMBIGUOUS_FORMS and after in DETERMINERS:
         nxt = ""  # "condensing causes a liquid...": the next word is the verb
+    if low.endswith("ing") and prev_word in DETERMINERS and nxt.isalpha() and nxt.islower() and nxt not in STOPWORDS:
+        return "adj"  # "an incoming request"
+    if (
+        low.endswith("ing") and low not in VERB_FORMS and prev_class in ("noun", "mod")
+        and nxt.isalpha() and nxt.islower() and word_class(nxt) in ("noun", "ambiguous")
+    ):
+        return "noun"  # a compound: "unit testing framework", "the Tcl scripting language"
+    if k == 0 and low.endswith("ing") and low in VERB_FORMS:
+        return "verb"  # a title's or sentence's opening gerund takes an object: "Enabling sessions"
     if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous") and nxt not in VERB_FORMS:
         if prev_class in ("start", "punct", "stop") and (
             prev_word in DETERMINERS or prev_word in ("of", "with", "by", "from", "in", "on", "into", "and", "or", "")
@@ -1212,8 +1249,24 @@ def _participle(low, k, tokens, prev_class, prev_word):
         ):
             return "adj"
     if low.endswith("ing") and low not in VERB_FORMS and prev_class in ("start", "punct", "stop") and prev_word not in ("is", "are", "was", "were", "be", "been"):
+        if _takes_object(nxt, k == 0 or prev_class == "start"):
+            return "verb"  # "for handling this condition", "utilizing Web server": the object is the thing
         return "noun"  # a gerund as a head: "damming a river"
     return "verb"
+
+
+def _takes_object(nxt, opening):
+    """Whether a gerund is a verb with an object: a noun or name right after it, or a
+    determiner or pronoun unless the gerund opens its sentence ("Damming a river can
+    cause ..." names an activity; "for handling this condition" does something to one)."""
+    if not nxt:
+        return False
+    low = nxt.lower()
+    if low in DETERMINERS or low in ("it", "them"):
+        return not opening
+    if low in STOPWORDS:
+        return False
+    return nxt[0].isupper() or not nxt[0].isalpha() or word_class(low) in ("noun", "ambiguous", "adj")
 
 
 @lru_cache(maxsize=1)
@@ -1234,7 +1287,7 @@ def _emit(run, mentions, text):
         len(run) == 1 or run[0][2] not in KEEP_ADJECTIVES and (run[0][2] in COMMON_ADJECTIVES or run[0][2] in _library_stop_words())
     ):
         run = run[1:]
-    while run and run[-1][3] in ("adj", "mod"):
+    while run and run[-1][3] in ("adj", "mod") and not (len(run) > 1 and run[-1][2] in ADJECTIVE_NOUNS):
         run = run[:-1]
     if not run:
         return
@@ -1252,7 +1305,7 @@ def _emit(run, mentions, text):
         return
     start, end = run[0][0], run[-1][1]
     name = " ".join(r[4] for r in run)  # as written: the norm puts inflections together
-    if len(words) > 1 and all(w in GENERIC_NOUNS or w in COMMON_ADJECTIVES for w in words):
+    if len(words) > 1 and all((w in GENERIC_NOUNS or w in COMMON_ADJECTIVES) and w not in KEEP_ADJECTIVES for w in words):
         return
     score = 0.6 if len(words) == 1 else 0.7
     # The norm comes from the words in lower case (but names), as it did before names
@@ -1647,9 +1700,14 @@ def subject_mention(title):
         if m.kind == "code" and m.text:
             return Mention(m.text, "code", None, None, 0.9, {"inTitle": True}, extractor="title")
     head = re.split(r"\s+(?:—|--|---|–|:|-)\s+", title.strip(), maxsplit=1)[0].strip(" *`#")
+    kind = re.match(r"[^\s:]+:\s+(?=\S)", head)
+    if kind:
+        head = head[kind.end() :]  # "README: Tk": a kind of document, then its subject
     words = head.split()
     if not words or len(words) > 5:
         return None
+    if len(words) == 1 and head.lower().endswith("ing") and head.isalpha() and head.lower() not in _ING_NOUNS:
+        return None  # "Caching": an activity the page explains, not a thing
     if len(words) == 1 and head.islower() and re.fullmatch(r"[\w.]+", head):
         return Mention(head, "code", None, None, 0.8, {"inTitle": True}, extractor="title")
     if head.lower() in HEADING_STOPLIST or all(w.lower() in STOPWORDS or w.lower() in HEADING_STOPLIST for w in words):
@@ -1662,6 +1720,26 @@ def subject_mention(title):
         return None  # a phrase ("Deploying Django", "Django at a glance"), not a name
     typ = "name" if all(w[0].isupper() for w in words) and len(words) <= 3 else "term"
     return Mention(head, typ, None, None, 0.8, {"inTitle": True}, extractor="title")
+
+
+def _modifier_names(mentions):
+    """Less the names a chunk only uses as a modifier inside a phrase ("Python users", "a
+    cross-platform GUI toolkit"): the phrase names the thing; a name said on its own
+    anywhere in the chunk stays everywhere."""
+    phrases = [m for m in mentions if m.type == "concept" and " " in m.name]
+    if not phrases:
+        return mentions
+    modifiers, alone = set(), set()
+    for m in mentions:
+        if m.type != "name" or m.extractor != "names":
+            continue
+        if any(p.start <= m.start and p.end > m.end for p in phrases):
+            modifiers.add(id(m))
+        else:
+            alone.add(m.norm)
+    if not modifiers:
+        return mentions
+    return [m for m in mentions if id(m) not in modifiers or m.norm in alone]
 
 
 def _premodifiers(mentions, text):
@@ -1682,7 +1760,7 @@ def _premodifiers(mentions, text):
 def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
-    mentions = _premodifiers(resolve_overlaps(mentions), chunk.text)
+    mentions = _modifier_names(_premodifiers(resolve_overlaps(mentions), chunk.text))
     corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
     if corefs:
         spans = [(c.start, c.end) for c in corefs]

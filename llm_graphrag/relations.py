@@ -69,19 +69,27 @@ _ADV = r"(?:\w+ly\s+)?"
 _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
     (r"\b(?:uses|use|used(?!\s+to\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
+    (rf"\b{_BE}\s+{_ADV}based\s+(?:up)?on\b", "uses", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
     (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
     (rf"\b(?:{_BE}|remains?|becomes?|became)\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
-    (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b|\bfound\s+in\b", "part_of", 0.75, False),
+    (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b", "part_of", 0.75, False),
+    (r"\bfound\s+in\b", "located_in", 0.75, False),
     (r"\b(?:appears?|listed)\s+in\b", "part_of", 0.7, False),
     (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
     (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
+    (rf"\b{_BE}\s+{_ADV}(?:compatible|interoperable)\s+with\b", "integrates_with", 0.7, False),
+    # "Django supports WSGI", "supported by Django": between named things only (_SUPPORTS).
+    (rf"\b(?:{_BE}\s+)?{_ADV}supported\s+{_ADV}by\b", "integrates_with", 0.7, True),
+    (r"\b(?:supports|support)\b", "integrates_with", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}configured\s+(?:via|through|with|by|using|in|from)\b", "configured_via", 0.85, False),
     # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
     (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
+    # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
+    (r"\b(?:provides|provide|implements|implement|exposes|expose)\b", "defines", 0.7, False),
     (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)\s+of\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:subclass|subtype|instance|speciali[sz]ation)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
@@ -91,7 +99,7 @@ _PATTERNS = [
     (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
     (r"\b(?:causes|cause|caused|leads?\s+to|led\s+to|results?\s+in|triggers)\b", "causes", 0.8, False),
     (r"\b(?:produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
-    (rf"\b{_BE}\s+{_ADV}(?:located|situated|based|available|hosted)\s+(?:in|on|at|from)\b", "located_in", 0.8, False),
+    (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
     (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b", "located_in", 0.75, False),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
@@ -109,7 +117,7 @@ TRIGGER_LEADS = frozenset(
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    becomes become became provides provide implements implement exposes expose supports support supported utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -137,6 +145,9 @@ _TRIGGERS = re.compile(
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
+_MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
+_PROVIDES = re.compile(r"provide|implement|expose")
+_SUPPORTS = re.compile(r"\bsupport")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
 _NOT_ONLY = re.compile(r"\bnot (?:only|just|merely|simply)\b", re.I)
@@ -220,11 +231,26 @@ def pattern_relations(chunk, mentions, context):
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
                 continue  # "has not been included with": what a sentence denies is no relation
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
+            if left is not None and not _finite(match.group()):
+                left = _described(group, left, masked)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             if left is None or not rights:
                 continue
             if rel != "is_a":
                 rights = rights + _examples(group, rights[-1][0], masked, rights[0][1])
+                rights = rights + [(m, rights[-1][1] + 1) for m in _colon_items(group, rights[-1][0], masked)]
+            if rel == "defines" and _MODAL_BEFORE.search(masked, max(s_start, t_start - 16), t_start):
+                continue  # "each client must specify the port": an instruction, no definition
+            if _PROVIDES.match(match.group()):
+                rights = [r for r in rights if r[0].type == "code"]
+                if left.type != "code" or not rights:
+                    continue
+            if _SUPPORTS.search(match.group()):
+                # "it only supports synchronous code": support names a relation between
+                # named things, not a property
+                rights = [r for r in rights if r[0].type not in ("concept", "version", "DATE")]
+                if left.type in ("concept", "version", "DATE") or not rights:
+                    continue
             if match.group().startswith(",") and _SUBORDINATE.match(masked, s_start, t_start) and "," not in masked[s_start:t_start]:
                 continue  # "If X needs Y, a list ...": the comma ends a clause, no apposition
             if match.group().startswith(",") and _LIST_GOES_ON.match(masked, rights[0][0].end):
@@ -429,6 +455,18 @@ def _apposition_head(group, index, masked):
     return None
 
 
+_DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}")
+
+
+def _described(group, left, masked):
+    """What a participle after a describing noun is said of: in "Chlorophyll is a pigment
+    found in chloroplasts" and "Tk, a toolkit implemented with Tcl", the named thing."""
+    i = group.index(left)
+    if left.type != "concept" or i == 0 or not _DESCRIBES.fullmatch(masked, group[i - 1].end, left.start):
+        return left
+    return group[i - 1]
+
+
 def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     """The first mention after ``position`` and those coordinated with it ("X, Y and Z"),
     up to the comma that closes an opening clause ("If X needs Y, a list ...")."""
@@ -506,6 +544,20 @@ def _named_kinds(group, masked, sentence):
 
 
 _COLON = re.compile(r"^\s*:\s*$")
+
+
+def _colon_items(group, noun, masked):
+    """The names listed after a plural noun and a colon ("supports two interfaces: WSGI
+    and ASGI"): what is said of the noun is said of each of them."""
+    i = group.index(noun) + 1
+    if noun.type != "concept" or not noun.name.endswith("s") or i >= len(group) or not _COLON.match(masked[noun.end : group[i].start]):
+        return []
+    items = [group[i]]
+    for m in group[i + 1 :]:
+        if not _COORD.match(masked[items[-1].end : m.start]):
+            break
+        items.append(m)
+    return [m for m in items if m.type not in ("concept", "version", "DATE", "step")]
 
 
 def _colon_lists(group, masked, sentence):

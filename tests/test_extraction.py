@@ -909,3 +909,109 @@ def test_markdown_underscore_bold_is_a_term_and_a_dunder_name_is_code():
 def test_inline_html_tags_in_markdown_are_markup():
     analysis = Analysis('## <a id="intro">1.</a> Introduction <br/> see :ref:`Tides <a-label>`')
     assert analysis.masked.split() == ["1.", "Introduction", "see", "Tides"]
+
+
+def test_a_gerund_with_an_object_is_a_verb_but_an_opening_one_names_an_activity():
+    found = names(mentions_of(
+        "The relay is a tool for handling stale readings, utilizing Harbor caches. "
+        "Buoys send an incoming request. Damming a river can cause a lake.",
+        extractors=(extraction.concept_mentions,),
+    ))
+    assert found == [
+        ("relay", "concept"), ("tool", "concept"), ("stale readings", "concept"), ("readings", "concept"),
+        ("Harbor caches", "concept"), ("caches", "concept"), ("buoys", "concept"),
+        ("incoming request", "concept"), ("request", "concept"),
+        ("Damming", "concept"), ("river", "concept"), ("lake", "concept"),
+    ]
+
+
+def test_a_plural_gerund_noun_meets_its_singular():
+    assert [normalize(w) for w in ("settings", "setting", "readings", "reading", "strings", "string")] == [
+        "set", "set", "read", "read", "string", "string",
+    ]
+
+
+def test_a_title_after_a_kind_of_document_names_its_subject_and_an_activity_names_nothing():
+    found = [subject_mention(t) for t in ("README:  Tidepool", "Runbook: rotating keys", "Caching", "Estuary")]
+    assert [(m.name, m.type) if m else None for m in found] == [("Tidepool", "name"), None, None, ("Estuary", "name")]
+
+
+def test_a_link_text_names_its_page_without_the_article():
+    text = "See [the Tide Atlas page](https://x.org) and `the Harbor guide <https://y.org>`_ here."
+    found = mentions_of(text, extractors=(extraction.markup_mentions,))
+    assert [(m.name, m.type, text[m.start : m.end]) for m in found] == [
+        ("Tide Atlas page", "term", "Tide Atlas page"), ("Harbor guide", "term", "Harbor guide"),
+    ]
+
+
+def test_an_ing_word_between_nouns_is_part_of_a_compound():
+    found = names(mentions_of(
+        "The Tidepool gauge logging service uses an error handling routine.", extractors=(extraction.concept_mentions,)
+    ))
+    assert found == [
+        ("Tidepool gauge logging service", "concept"), ("service", "concept"),
+        ("error handling routine", "concept"), ("routine", "concept"),
+    ]
+
+
+def test_an_adjective_that_is_also_a_noun_ends_a_phrase_after_a_name():
+    found = names(mentions_of(
+        "Kestrel is the main Python standard for tides, and the standard library.", extractors=(extraction.concept_mentions,)
+    ))
+    assert found == [
+        ("Kestrel", "concept"), ("Python standard", "concept"), ("standard", "concept"), ("tides", "concept"),
+        ("standard library", "concept"), ("library", "concept"),
+    ]
+
+
+def test_a_name_only_used_as_a_modifier_is_no_mention_of_its_own():
+    found = names(mentions_of("Many Heron users read the Kestrel manual. Basin is a cross-platform GUI toolkit. Only Kestrel is small."))
+    # Heron and GUI only modify a phrase; Kestrel is also said on its own, so it stays everywhere.
+    assert found == [
+        ("Heron users", "concept"), ("users", "concept"), ("Kestrel manual", "concept"), ("Kestrel", "name"),
+        ("manual", "concept"), ("Basin", "concept"), ("cross-platform GUI toolkit", "concept"), ("toolkit", "concept"),
+        ("Kestrel", "name"),
+    ]
+
+
+def test_a_meaningful_adjective_keeps_a_generic_noun_a_phrase():
+    found = names(mentions_of("The model uses critical built-in types and standard types.", extractors=(extraction.concept_mentions,)))
+    assert found == [("model", "concept"), ("built-in types", "concept"), ("standard types", "concept")]
+
+
+def test_a_capitalised_gerund_opens_a_title_not_a_name():
+    found = names(mentions_of(
+        "The guide explains it; read Making Tidepool fast, then visit Beijing Normal University today.",
+        extractors=(extraction.name_mentions,),
+    ))
+    assert found == [("Tidepool", "name"), ("Beijing Normal University", "name")]
+
+
+def test_a_common_adjectives_superlative_is_an_adjective():
+    assert [extraction.word_class(w) for w in ("fastest", "largest", "biggest", "easiest", "forest", "harvest")] == [
+        "adj", "adj", "adj", "adj", "noun", "noun",
+    ]
+    found = names(mentions_of("The fastest, most efficient cache is Basin.", extractors=(extraction.concept_mentions,)))
+    assert found == [("efficient cache", "concept"), ("cache", "concept")]
+
+
+def test_an_imperative_opening_a_list_item_is_a_verb():
+    found = names(mentions_of("- Edit the tide settings file.\n- Restart your relay.", extractors=(extraction.concept_mentions,)))
+    assert found == [("tide settings file", "concept"), ("file", "concept"), ("relay", "concept")]
+
+
+def test_an_s_word_after_and_before_an_article_is_a_coordinated_verb():
+    found = names(mentions_of("The relay stores readings and abstracts the sending of tides.", extractors=(extraction.concept_mentions,)))
+    assert found == [("relay", "concept"), ("readings", "concept"), ("tides", "concept")]
+
+
+def test_an_s_word_before_a_verb_is_its_subject_noun():
+    found = names(mentions_of("The default error views require the token, and the heart pumps blood.", extractors=(extraction.concept_mentions,)))
+    assert found == [
+        ("default error views", "concept"), ("views", "concept"), ("token", "concept"), ("heart", "concept"), ("blood", "concept"),
+    ]
+
+
+def test_an_opening_gerund_of_a_verb_takes_an_object():
+    found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
+    assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]

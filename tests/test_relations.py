@@ -137,9 +137,9 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     texts = [p.read_text() for p in sorted((root / "sample-corpus").rglob("*.*"))]
     texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
     phrases = [
-        "A is used by B", "A uses B", "A is required by B", "A depends on B", "A is part of B",
-        "A is bundled in B", "A appears in B", "A contains B", "A integrates with B", "A is configured via B",
-        "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B",
+        "A is used by B", "A uses B", "A is based on B", "A is required by B", "A depends on B", "A is part of B",
+        "A is bundled in B", "A found in B", "A appears in B", "A contains B", "A integrates with B", "A is compatible with B", "A is supported by B", "A supports B", "A is configured via B",
+        "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B", "A provides B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
         "A is caused by B", "A leads to B", "A converts the water into B",
         "A is located in B", "A hosted at B", "A supersedes B", "A, also known as B",
@@ -379,3 +379,62 @@ def test_appearing_in_a_list_is_part_of_it():
 def test_an_insertion_giving_another_name_is_skipped():
     text = "Tidepool, or `tp` as short version, is a message broker."
     assert candidates(text, relations.pattern_relations) == [("Tidepool", "is_a", "message broker", 0.6, 0.87)]
+
+
+def test_support_between_named_things_integrates_them():
+    assert candidates("Then Basin supports Heron and Kestrel.", relations.pattern_relations) == [
+        ("Basin", "integrates_with", "Heron", 0.7, 1.0), ("Basin", "integrates_with", "Kestrel", 0.7, 1.0),
+    ]
+    assert candidates("The Export API is supported by Heron.", relations.pattern_relations) == [
+        ("Heron", "integrates_with", "Export API", 0.7, 1.0),
+    ]
+    # A property is no named thing.
+    assert candidates("Then Basin only supports synchronous code.", relations.pattern_relations) == []
+
+
+def test_what_is_said_of_a_plural_noun_before_a_colon_is_said_of_the_names_listed():
+    assert candidates("Then Basin uses two formats: Parquet and Avro.", relations.pattern_relations) == [
+        ("Basin", "uses", "formats", 0.8, 0.87), ("Basin", "uses", "Parquet", 0.8, 0.769),
+        ("Basin", "uses", "Avro", 0.8, 0.769), ("Parquet", "is_a", "formats", 0.6, 1.0),
+        ("Avro", "is_a", "formats", 0.6, 1.0),
+    ]
+
+
+def test_a_name_before_an_adjective_noun_is_its_modifier():
+    assert candidates("Then WSGI is the main Python standard for servers.", relations.pattern_relations) == [
+        ("WSGI", "is_a", "Python standard", 0.6, 0.87),
+    ]
+
+
+def test_code_defines_the_code_it_provides():
+    text = "This module provides :class:`Tide` and :func:`ebb`. It provides fast access."
+    assert candidates(text, relations.pattern_relations, title="tidepool — Tides") == [
+        ("tidepool", "defines", "Tide", 0.7, 1.0), ("tidepool", "defines", "ebb", 0.7, 1.0),
+    ]
+    # A name is no code: what it provides, it does not define.
+    assert candidates("Then Heron provides :class:`Tide`.", relations.pattern_relations) == []
+
+
+def test_an_instruction_to_specify_is_no_definition():
+    assert candidates("Then each client must specify the Basin port. Then Heron specifies Kestrel.", relations.pattern_relations) == [
+        ("Heron", "defines", "Kestrel", 0.8, 1.0),
+    ]
+
+
+def test_a_participle_after_a_describing_noun_is_said_of_the_named_thing():
+    assert candidates("Chlorophyll is a green pigment found in the chloroplasts of plant cells.", relations.pattern_relations) == [
+        ("Chlorophyll", "is_a", "pigment", 0.6, 0.87), ("Chlorophyll", "located_in", "chloroplasts", 0.75, 0.87),
+    ]
+    assert candidates("Then Heron, a small relay used by Basin, is here.", relations.pattern_relations) == [
+        ("Heron", "is_a", "relay", 0.55, 0.87), ("Basin", "uses", "Heron", 0.8, 1.0),
+    ]
+
+
+def test_based_on_is_use_and_compatible_with_integrates():
+    found = [candidates(t, relations.pattern_relations) for t in (
+        "Then Basin is based on Heron.", "Then Basin is based in Lisbon.", "Then Basin is compatible with Heron.",
+    )]
+    assert found == [
+        [("Basin", "uses", "Heron", 0.7, 1.0)], [("Basin", "located_in", "Lisbon", 0.8, 1.0)],
+        [("Basin", "integrates_with", "Heron", 0.7, 1.0)],
+    ]

@@ -112,7 +112,7 @@ def test_cli_json_follows_the_schema(sample_db):
         "sub_queries_completed": 6,
         "sub_queries_failed": 0,
         "sub_queries_timed_out": 0,
-        "unique_memories_found": 21,
+        "unique_memories_found": 20,
         "evidence_chains_found": 10,
     }
     chains = data["evidence_chains"]
