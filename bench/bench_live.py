@@ -9,6 +9,10 @@
 * ``burst``: ``--burst`` files changed at once; the time from the last one closed until
   the watcher has indexed them all, as files per second (target: no less than bulk).
 
+Beside each rate, the CPU seconds this process and its workers spent (``os.times``), per
+file: on a shared machine the wall-clock ratio moves with the load the two phases met, the
+CPU cost per file much less.
+
 The watcher runs in this process with ``--debounce-ms`` (200 by default: seed 004 asks for
 200-500 ms). Run from the repository root::
 
@@ -19,6 +23,7 @@ import argparse
 import contextlib
 import datetime
 import json
+import os
 import pathlib
 import random
 import shutil
@@ -63,6 +68,12 @@ def wait_for_sentence(db, sentence, path, timeout=60):
     raise TimeoutError(f"{sentence!r} not found in {path} after {timeout} s")
 
 
+def cpu_seconds():
+    """User and system CPU seconds of this process and its ended children (workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--edits", type=int, default=20)
@@ -79,21 +90,27 @@ def main():
         if not database.exists():
             shutil.rmtree(folder, ignore_errors=True)
             shutil.copytree(python_docs(), folder)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), cpu_seconds()
             result = ingest_docs(open_database(database), [str(folder)])
             bulk_seconds, bulk_files, chunks = time.perf_counter() - start, result.ingested, result.chunks
+            bulk_cpu = cpu_seconds() - cpu
+            (pathlib.Path(tmp) / "bulk-cpu.json").write_text(json.dumps({"cpu_seconds": bulk_cpu}))
         else:  # the first run's bulk ingest, as its ingest_runs row recorded it
             db = open_database(database)
             started, finished, bulk_files, chunks = db.execute(
                 "select started_at, finished_at, ingested, chunks from ingest_runs order by id limit 1"
             ).fetchone()
             bulk_seconds = (datetime.datetime.fromisoformat(finished) - datetime.datetime.fromisoformat(started)).total_seconds()
+            recorded = pathlib.Path(tmp) / "bulk-cpu.json"
+            bulk_cpu = json.loads(recorded.read_text())["cpu_seconds"] if recorded.exists() else None
         files = sorted(p for p in folder.rglob("*.rst.txt"))
         bulk_rate = bulk_files / bulk_seconds
-        print(f"bulk: {bulk_files} files, {chunks} chunks in {bulk_seconds:.1f} s: {bulk_rate:.2f} files/s")
+        cpu_note = f", {bulk_cpu / bulk_files:.2f} CPU s per file" if bulk_cpu else ""
+        print(f"bulk: {bulk_files} files, {chunks} chunks in {bulk_seconds:.1f} s: {bulk_rate:.2f} files/s{cpu_note}")
 
         options = {} if args.workers is None else {"workers": args.workers}
-        watcher = Watcher(database, [folder], debounce_ms=args.debounce_ms, **options).start()
+        batches = []  # the watcher's one line per batch
+        watcher = Watcher(database, [folder], debounce_ms=args.debounce_ms, log=batches.append, **options).start()
         assert watcher.wait_idle(600)
         reader = open_database(database)
         call_tool(reader, "hybrid_query", {"q": "warm up the reader", "k": 5})  # as a running server is
@@ -118,7 +135,7 @@ def main():
         )
 
         burst = [p for p in files if p not in chosen][: args.burst]
-        before = watcher.state["files_processed"]
+        before, cpu, batches[:] = watcher.state["files_processed"], cpu_seconds(), []
         for i, path in enumerate(burst):
             with open(path, "a") as fp:
                 fp.write(f"\n\nBurst sentence {i}: the quasar heron counts {i} pebbles.\n")
@@ -128,11 +145,17 @@ def main():
         burst_seconds = time.perf_counter() - closed
         indexed = watcher.state["files_processed"] - before
         watcher.stop()
+        burst_cpu = cpu_seconds() - cpu
+        cpu_note = f", {burst_cpu / indexed:.2f} CPU s per file" if indexed else ""
+        if indexed and bulk_cpu:
+            cpu_note += f" ({bulk_cpu / bulk_files / (burst_cpu / indexed):.2f}x bulk's files per CPU s)"
         print(
             f"burst: {indexed} of {len(burst)} changed files indexed in {burst_seconds:.1f} s: "
-            f"{indexed / burst_seconds:.2f} files/s ({indexed / burst_seconds / bulk_rate:.2f}x bulk)"
+            f"{indexed / burst_seconds:.2f} files/s ({indexed / burst_seconds / bulk_rate:.2f}x bulk){cpu_note}, "
+            f"in {len(batches)} batch(es)"
         )
         errors = watcher.state["last_error"]
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"watcher: last error {errors}, orphaned entities {call_tool(reader, 'status')['orphaned_entities']}")
 
 
