@@ -376,8 +376,8 @@ def test_run_directory_holds_every_artefact(run_dir, sample_db):
     assert json.loads((run_dir / "evidence/verify.json").read_text()) == {
         "stage": "verify",
         "status": "completed",
-        "verified_claims_count": 10,
-        "single_source_claims_count": 10,
+        "verified_claims_count": 11,
+        "single_source_claims_count": 11,
         "conflicts_count": 0,
         "total_paragraphs": 6,
         "paragraph_without_citation_count": 0,
@@ -419,8 +419,8 @@ def test_verify_fails_a_paragraph_its_citation_does_not_support(run_dir, tmp_pat
     expected = {
         "stage": "verify",
         "status": "completed",
-        "verified_claims_count": 8,  # the paragraph's two copied sentences are gone
-        "single_source_claims_count": 8,
+        "verified_claims_count": 9,  # the paragraph's two copied sentences are gone
+        "single_source_claims_count": 9,
         "conflicts_count": 0,
         "total_paragraphs": 6,
         "paragraph_without_citation_count": 0,
@@ -459,8 +459,8 @@ def test_verify_checks_citation_format_and_source_hashes(run_dir, tmp_path):
     assert data == {
         "stage": "verify",
         "status": "completed",
-        "verified_claims_count": 6,  # paragraph 1's source changed, paragraph 3 cites nothing known
-        "single_source_claims_count": 6,
+        "verified_claims_count": 7,  # paragraph 1's source changed, paragraph 3 cites nothing known
+        "single_source_claims_count": 7,
         "conflicts_count": 0,
         "total_paragraphs": 7,
         "paragraph_without_citation_count": 1,
