@@ -122,7 +122,7 @@ def _again_rounds(db, again, settings, workers, found=None):
         if not again:
             break
         before = _links(db, again)
-        _, after = _run(db, _pending(db, again, True), settings, None, workers, found=found)
+        _, after = _run(db, _pending(db, again, True), settings, None, workers, found=found, relink=True)
         if after == again and _links(db, again) == before:
             break
         again = after
@@ -140,10 +140,12 @@ def _links(db, doc_ids):
     ).fetchall()
 
 
-def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
+def _run(db, pending, settings, progress, workers, unfinished=None, found=None, relink=False):
     """Extract, link and refine the ``pending`` documents; returns their totals and the
     documents to extract again (``_misplaced_generic``, ``_lost_heads``). ``unfinished``:
-    the run a process that died left (``RUN_SETTING``), refined with this one."""
+    the run a process that died left (``RUN_SETTING``), refined with this one. ``relink``:
+    the documents are stored ones linked again (``_again_rounds``): only the entities
+    whose row or mentions that changes are named again (``_naming_rows``)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(parallel.gc_paused())
         bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)) or bool(unfinished and unfinished["bulk"])
@@ -155,9 +157,13 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
         set_setting(db, RUN_SETTING, {"bulk": bulk, "doc_ids": refined, "last_entity": last_entity})
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
+        named_before = _naming_rows(db, doc_ids) if relink and not unfinished else None
         if pending:
             since = last_entity if unfinished else None  # the dead run's entities count too
-            totals, linked_before = _extract(db, pending, settings, progress, workers, found, since)
+            totals, linked_before = _extract(
+                db, pending, settings, progress, workers, found, since,
+                least=AGAIN_MIN_DOCUMENTS if relink else parallel.MIN_ITEMS,
+            )
         else:  # a dead run's documents all written: what its entities take is found here
             totals, linked_before = {"relations": 0}, set()
             if unfinished:
@@ -180,7 +186,16 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None):
                     "select distinct entity_id from mentions where entity_id is not null and "
                     "doc_id in (select value from json_each(?))", [json.dumps(refined)]
                 )]
-                refine_graph(db, settings, entity_ids=sorted(set(mentioned) | linked_before | set(released)))
+                scope = set(mentioned) | linked_before | set(released)
+                naming = None
+                if named_before is not None:
+                    named_after = _naming_rows(db, doc_ids)
+                    naming = sorted(
+                        ({row[0] for row in named_before ^ named_after} | set(released) | {
+                            e for (e,) in db.execute("select id from entities where id > ?", [last_entity])
+                        }) & scope
+                    )
+                refine_graph(db, settings, entity_ids=sorted(scope), naming_ids=naming)
                 orphaned = _orphaned(db, sorted(set(mentioned) | linked_before | set(released)))
             db.execute("delete from graphrag_settings where key = ?", [RUN_SETTING])
             again = set(_misplaced_generic(db, refined)) | set(_lost_heads(db, last_entity))
@@ -299,7 +314,27 @@ def _extracted_count(db):
     return db.execute("select count(*) from docs where extracted_hash is not null").fetchone()[0]
 
 
-def _extract(db, pending, settings, progress, workers, found=None, since=None):
+def _naming_rows(db, doc_ids):
+    """What ``refine.canonical_names`` reads of the entities ``doc_ids`` mention, as a set
+    of rows each led by the entity id: the entities' own rows and the documents' mentions
+    (ids aside). An entity whose rows are the same after its documents are linked again
+    was named from them already, and is not named again."""
+    ids = json.dumps(sorted(doc_ids))
+    rows = set(db.execute(
+        "select m.entity_id, m.doc_id, c.seq, m.span_start, m.span_end, m.surface, m.type, m.features, m.meta "
+        "from mentions m join chunks c on c.id = m.chunk_id "
+        "where m.doc_id in (select value from json_each(?)) and m.entity_id is not null",
+        [ids],
+    ))
+    rows.update(db.execute(
+        "select id, type, name, norm, aliases, description, meta from entities where id in "
+        "(select entity_id from mentions where doc_id in (select value from json_each(?)))",
+        [ids],
+    ))
+    return rows
+
+
+def _extract(db, pending, settings, progress, workers, found=None, since=None, least=parallel.MIN_ITEMS):
     """``extract_and_link`` of the ``pending`` documents (see ``_pending``); returns the
     totals and the entities their earlier extraction linked to. ``found`` (an ``_ExtractedCache``)
     keeps what workers found in the documents, and gives it back when one of them comes
@@ -311,7 +346,13 @@ def _extract(db, pending, settings, progress, workers, found=None, since=None):
     found = found if found is not None else _ExtractedCache()
     known_before = {p[0] for p in pending if found.has(p[0], p[3])}
     embedder = embedder_for(db)
-    workers = worker_count(workers, len(pending) - len(known_before), settings)
+    workers = worker_count(workers, len(pending) - len(known_before), settings, least=least)
+    if workers and least < parallel.MIN_ITEMS:
+        # Forked workers start with what this process has loaded: load it once, here.
+        from .extraction import spacy_pipeline
+
+        if settings.ner != "off":
+            spacy_pipeline()
     if workers:
         # The tokenizer's own thread pool would compete with the workers for the same
         # cores: every small embedding call here then waits for a busy core.
@@ -668,12 +709,18 @@ def _vector_row(job, row):
     return job.result()[row]
 
 
-def worker_count(workers, documents, settings):
+def worker_count(workers, documents, settings, least=parallel.MIN_ITEMS):
     """How many processes extract mentions (``parallel.worker_count``), none by default
     while an LLM extracts: its calls are the slow part, and they stay in one process."""
     if workers is None and settings.llm_model:
         return 0
-    return parallel.worker_count(workers, documents)
+    return parallel.worker_count(workers, documents, least=least)
+
+
+# Documents extracted again (``_again_rounds``) are few but each costs as much as a new
+# one: from this many on, they are spread over processes too. The workers are forked
+# from a process that has loaded the extraction models, so they start at once.
+AGAIN_MIN_DOCUMENTS = 4
 
 
 EXTRACT_AHEAD = 48  # documents workers may run ahead of linking: big ones take a while

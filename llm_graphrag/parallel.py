@@ -44,12 +44,12 @@ def forking_thread():
 MIN_ITEMS = 16  # below this many documents or files, forking costs more than it saves
 
 
-def worker_count(workers, items, most=None):
+def worker_count(workers, items, most=None, least=MIN_ITEMS):
     """Processes for a run of ``items``: ``workers`` when given, else one per CPU (at
-    most ``most``) for runs of at least ``MIN_ITEMS``, else none."""
+    most ``most``) for runs of at least ``least`` items, else none."""
     if workers is not None:
         return workers if most is None else min(workers, most)
-    if items < MIN_ITEMS:
+    if items < max(least, 2):
         return 0
     found = default_workers()
     return found if most is None else min(found, most)

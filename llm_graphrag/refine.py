@@ -79,12 +79,14 @@ def _vocabulary():
     return frozenset(t for t in load_static_model(str(MODEL_DIR)).tokenizer.get_vocab() if t.isalpha())
 
 
-def refine_graph(db, settings, doc_ids=None, entity_ids=None):
+def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None):
     """Run every refinement over ``db`` (inside the caller's transaction); returns counts.
 
     ``doc_ids`` limits it to the entities those documents mention (and their edges), for
     a small update of a large graph; ``entity_ids`` to those entities (ones that lost
-    mentions when a document went); neither refines the whole graph.
+    mentions when a document went); neither refines the whole graph. ``naming_ids``
+    narrows ``canonical_names`` further, to the entities whose row or mentions changed
+    since they were last named (documents linked again: ``extract._naming_rows``).
     """
     _set_scope(db, doc_ids, entity_ids)
     try:
@@ -92,10 +94,18 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None):
         mode = getattr(settings, "cooccurrence", "significant")
         result["cooccurrence_dropped"] = score_cooccurrence(db, drop=mode == "significant")
         result["cooccurrence_rescored"] = rescore_cooccurrence(db, drop=mode == "significant")
-        result["renamed"] = canonical_names(db, embed_related=getattr(settings, "embed_related_facts", False))
+        if naming_ids is not None:
+            db.conn.execute("drop table if exists temp.naming_scope")
+            db.conn.execute("create temp table naming_scope (entity_id integer primary key)")
+            db.conn.executemany("insert into temp.naming_scope values (?)", [(e,) for e in naming_ids])
+        result["renamed"] = canonical_names(
+            db, embed_related=getattr(settings, "embed_related_facts", False),
+            scope="naming_scope" if naming_ids is not None else "refine_scope",
+        )
         relation_values(db)
     finally:
         db.conn.execute("drop table if exists temp.refine_scope")
+        db.conn.execute("drop table if exists temp.naming_scope")
     return result
 
 
@@ -565,7 +575,7 @@ def _evidence_trigger_off(db, ids):
 # Canonical names
 
 
-def canonical_names(db, embed_related=False):
+def canonical_names(db, embed_related=False, scope="refine_scope"):
     """Name, alias and describe every entity from all its current mentions; returns how
     many entities were renamed.
 
@@ -577,6 +587,7 @@ def canonical_names(db, embed_related=False):
     entity's home, defining it, plain text), the first in path order among equals. Each is
     a function of the mentions stored, whatever order documents were linked in. Facts that
     quote a renamed entity are rewritten, and their vectors and the entity's recomputed.
+    ``scope``: the temporary table of the entities to name.
     """
     counts = defaultdict(Counter)
     surfaces = defaultdict(Counter)
@@ -587,11 +598,11 @@ def canonical_names(db, embed_related=False):
     mention_types = {}
     # Names and surfaces from the mentions with a span, types from all: one pass for both.
     for entity_id, typ, name, surface, n, spanned, of_own in db.execute(
-        """
+        f"""
         select m.entity_id, m.type, json_extract(m.meta, '$.name'), m.surface, count(*),
           m.span_start is not null, json_extract(m.meta, '$.norm') = e.norm
         from mentions m join entities e on e.id = m.entity_id
-        where m.entity_id in (select entity_id from temp.refine_scope)
+        where m.entity_id in (select entity_id from temp.{scope})
           and m.features not like '%"coref": true%'
         group by 1, 2, 3, 4, 6, 7
         """
@@ -611,11 +622,11 @@ def canonical_names(db, embed_related=False):
         surface = " ".join((surface or "").split())
         if surface and surface != name:
             surfaces[entity_id][surface] += n
-    described = _best_descriptions(db)
+    described = _best_descriptions(db, scope)
     renamed, changed, retyped = {}, [], []
     for entity_id, typ, name, aliases, description, meta in db.execute(
         "select id, type, name, aliases, description, meta from entities "
-        "where id in (select entity_id from temp.refine_scope)"
+        f"where id in (select entity_id from temp.{scope})"
     ).fetchall():
         # Titles name an entity no sentence mentions: not the name its first mention gave it.
         # An entity whose own name (its norm) only a title gives is named by the title, not
@@ -668,7 +679,7 @@ def canonical_names(db, embed_related=False):
 MAX_ALIASES = 50
 
 
-def _best_descriptions(db):
+def _best_descriptions(db, scope="refine_scope"):
     """``{entity id: (sentence, {"defined": .., "home": ..})}``: the best description
     candidate among the mentions of the entities in scope (see ``canonical_names``)."""
     from .extract import description_text
@@ -679,10 +690,10 @@ def _best_descriptions(db):
     # paths are unique, so there are no ties: the same pick as ordering them in SQL.
     best = {}
     for entity_id, describes, path, seq, span_start, chunk_id in db.execute(
-        """
+        f"""
         select m.entity_id, json_extract(m.meta, '$.describes'), d.path, c.seq, m.span_start, m.chunk_id
         from mentions m join chunks c on c.id = m.chunk_id join docs d on d.id = m.doc_id
-        where m.entity_id in (select entity_id from temp.refine_scope)
+        where m.entity_id in (select entity_id from temp.{scope})
           and m.meta like '%"describes"%'
         """
     ):
