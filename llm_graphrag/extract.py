@@ -158,11 +158,16 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
         if bulk:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         named_before = _naming_rows(db, doc_ids) if relink and not unfinished else None
+        # Names these documents had before an ingest took them back: valid for this run
+        # only when it links right after that ingest's releases (``returning_roots``).
+        returning = take_returning_roots(db)
+        if relink or unfinished:
+            returning = set()
         if pending:
             since = last_entity if unfinished else None  # the dead run's entities count too
             totals, linked_before = _extract(
                 db, pending, settings, progress, workers, found, since,
-                least=AGAIN_MIN_DOCUMENTS if relink else parallel.MIN_ITEMS,
+                least=AGAIN_MIN_DOCUMENTS if relink else parallel.MIN_ITEMS, returning=returning,
             )
         else:  # a dead run's documents all written: what its entities take is found here
             totals, linked_before = {"relations": 0}, set()
@@ -334,12 +339,16 @@ def _naming_rows(db, doc_ids):
     return rows
 
 
-def _extract(db, pending, settings, progress, workers, found=None, since=None, least=parallel.MIN_ITEMS):
+def _extract(
+    db, pending, settings, progress, workers, found=None, since=None, least=parallel.MIN_ITEMS, returning=frozenset(),
+):
     """``extract_and_link`` of the ``pending`` documents (see ``_pending``); returns the
     totals and the entities their earlier extraction linked to. ``found`` (an ``_ExtractedCache``)
     keeps what workers found in the documents, and gives it back when one of them comes
     again in the same run (``_run``'s rounds): it is linked again, not extracted again.
-    ``since``: resuming a run that died, the entities after this id are ones it made."""
+    ``since``: resuming a run that died, the entities after this id are ones it made.
+    ``returning``: names these documents had before an ingest took them back
+    (``take_returning_roots``)."""
     totals = {"mentions": 0, "entities_new": 0, "relations": 0}
     from .embeddings import embedder_for
 
@@ -424,7 +433,7 @@ def _extract(db, pending, settings, progress, workers, found=None, since=None, l
     if since is not None:  # resuming a run that died: the entities it made are this run's too
         made = {e.id for e in created}
         created += [e for i, e in sorted(linker.entities.items()) if i > since and i not in made]
-    totals[ABSORBING] = _absorbing(db, linker, created)
+    totals[ABSORBING] = _absorbing(db, linker, created, returning, [p[0] for p in pending])
     return totals, linked_before
 
 
@@ -466,27 +475,83 @@ def _orphaned(db, entity_ids=None):
     )]
 
 
-def _absorbing(db, linker, created):
+def _absorbing(db, linker, created, returning=frozenset(), run_docs=()):
     """Documents that mention, under a name of its own, an entity that a near-identical
     name would now take (``Linker.best_fuzzy``): one this run made or gave mentions of its
     own to ("Package Index" once "Python Package Index" came), or one this run made that
     an older name takes. Linked again, their mentions go to it, as in a clean ingest
-    where every name is in when they are linked."""
-    absorbed = set()
+    where every name is in when they are linked.
+
+    A name in ``returning`` (``(norm, type)``) had mentions of its own before an ingest
+    took back the documents this run links, and nothing was linked meanwhile: the other
+    documents were linked with it in, so only this run's (``run_docs``, linked while it
+    was out) can be linked otherwise."""
+    absorbed, absorbed_here = set(), set()
     rooted = [linker.entities.get(i) for i in sorted(linker.unrooted)]
     for entity in [e for e in created if linker.entities.get(e.id) is e] + [e for e in rooted if e is not None]:
         if not linker.is_root(entity):
             continue
-        absorbed.update(other.id for other in linker.absorbed_by(entity))
+        into = absorbed_here if (entity.norm, entity.type) in returning else absorbed
+        into.update(other.id for other in linker.absorbed_by(entity))
         probe = linker.probe(entity)
         if linker.best_fuzzy(probe, linker.fuzzy_candidates(probe)) is not None:
-            absorbed.add(entity.id)
-    if not absorbed:
-        return []
-    return [d for (d,) in db.execute(
-        "select distinct doc_id from mentions where entity_id in (select value from json_each(?)) order by doc_id",
-        [json.dumps(sorted(absorbed))],
-    )]
+            into.add(entity.id)
+    docs = set()
+    for ids, within in ((absorbed, None), (absorbed_here - absorbed, run_docs)):
+        if ids:
+            docs.update(d for (d,) in db.execute(
+                "select distinct doc_id from mentions where entity_id in (select value from json_each(?))",
+                [json.dumps(sorted(ids))],
+            ) if within is None or d in within)
+    return sorted(docs)
+
+
+# Names with mentions of their own in documents an ingest takes back to extract again
+# (``ingest.release_extraction`` with ``refine=False``), ``(norm, type)``: kept in a
+# temporary table of the ingest's connection for the run that links those documents
+# next (``_absorbing``), and dropped by any run. Only an ingest makes the table
+# (``returning_roots``), so a process that dies loses it and its next run looks wider.
+RETURNING_TABLE = "graphrag_returning_roots"
+
+
+@contextlib.contextmanager
+def returning_roots(db):
+    """While the block runs (one ``ingest_docs``), names that documents taken back had are
+    remembered (``remember_roots``) for the extraction that follows."""
+    conn = db.conn
+    if _remembering_roots(db):  # an outer ingest keeps its own
+        yield
+        return
+    conn.execute(f"create temp table {RETURNING_TABLE} (norm text not null, type text not null, primary key (norm, type))")
+    try:
+        yield
+    finally:
+        conn.execute(f"drop table if exists temp.{RETURNING_TABLE}")
+
+
+def _remembering_roots(db):
+    return db.execute("select 1 from temp.sqlite_master where name = ?", [RETURNING_TABLE]).fetchone() is not None
+
+
+def remember_roots(db, doc_ids):
+    """Remember the names ``doc_ids`` mention under their own norm, before their mentions go."""
+    if _remembering_roots(db):
+        db.conn.execute(
+            f"insert or ignore into temp.{RETURNING_TABLE} (norm, type) select distinct e.norm, e.type "
+            "from mentions m join entities e on e.id = m.entity_id where m.doc_id in (select value from json_each(?)) "
+            "and json_extract(m.meta, '$.norm') = e.norm",
+            [json.dumps(sorted(doc_ids))],
+        )
+
+
+def take_returning_roots(db):
+    """The names ``remember_roots`` kept, forgotten: ``{(norm, type)}``."""
+    if not _remembering_roots(db):
+        return set()
+    names = set(db.execute(f"select norm, type from temp.{RETURNING_TABLE}"))
+    with db.atomic():  # a statement outside one would open a transaction left open
+        db.conn.execute(f"delete from temp.{RETURNING_TABLE}")
+    return names
 
 
 def _absorbing_since(db, settings, since):

@@ -7,6 +7,7 @@ calling one embeds several files' chunks per call and writes them.
 import concurrent.futures
 import datetime
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -61,6 +62,21 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def _returning_roots(function):
+    """Run ``function(db, ...)`` inside ``extract.returning_roots(db)``: the documents an
+    ingest takes back to extract again keep their names for the run that extracts them."""
+
+    @functools.wraps(function)
+    def ingest(db, *args, **kwargs):
+        from .extract import returning_roots
+
+        with returning_roots(db):
+            return function(db, *args, **kwargs)
+
+    return ingest
+
+
+@_returning_roots
 def ingest_docs(
     db,
     paths,
@@ -498,6 +514,10 @@ def release_extraction(db, doc_ids, refine=True):
     documents are marked as not extracted. Call inside the caller's transaction.
     """
     conn = db.conn
+    if not refine:  # extracted again next: the names they had, for ``extract._absorbing``
+        from .extract import remember_roots
+
+        remember_roots(db, doc_ids)
     ids = json.dumps(list(doc_ids))
     in_docs = "doc_id in (select value from json_each(?))"
     counts = conn.execute(

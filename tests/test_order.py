@@ -334,3 +334,32 @@ def test_extracting_again_stops_at_the_round_that_changes_nothing(tmp_path, monk
     assert_consistent(stopped)
     a, b = snapshot(stopped), snapshot(every)
     assert {t for t in ORDER_FREE + LINKED if a[t] != b[t]} == set()
+
+
+def test_a_changed_page_whose_names_come_back_sends_no_other_page_back(tmp_path):
+    """A page taken back to be extracted again makes its names anew; one that had mentions
+    of its own before ("Bit Masks", near the other pages' "bitmask") was in when the other
+    pages were linked, so they are not extracted again (``extract._absorbing``,
+    ``returning``): their mention rows stay as they were, and the database still equals a
+    clean ingest of the folder."""
+    folder = tmp_path / "docs"
+    shutil.copytree(pathlib.Path(__file__).parent / "data" / "python-bitmasks", folder)
+    (folder / "README.md").unlink()
+    db = open_database(tmp_path / "live.db")
+    ingest_docs(db, [str(folder)], workers=0)
+    assert db.execute("select count(*) from entities where name = 'Bit Masks'").fetchone()[0] == 1
+    mention_rows = "select d.path, group_concat(m.id) from docs d join mentions m on m.doc_id = d.id group by d.path"
+    before = dict(db.execute(mention_rows).fetchall())
+    changed = folder / "c-api_typeobj.rst.txt"
+    with open(changed, "a") as fp:
+        fp.write("\n\nA closing note: the quasar heron counts seven pebbles.\n")
+    ingest_docs(db, [str(changed)], roots=[str(folder)], workers=0)
+    assert not db.conn.in_transaction
+    after = dict(db.execute(mention_rows).fetchall())
+    assert after[str(changed)] != before[str(changed)]
+    assert {p: after[p] for p in after if p != str(changed)} == {p: before[p] for p in before if p != str(changed)}
+    clean = open_database(tmp_path / "clean.db")
+    ingest_docs(clean, [str(folder)], workers=0)
+    assert_consistent(db)
+    a, b = snapshot(db), snapshot(clean)
+    assert {t for t in ORDER_FREE + LINKED if a[t] != b[t]} == set()
