@@ -202,6 +202,11 @@ KIND_NOUNS = frozenset("library libraries module modules project projects progra
 
 _ADJ_SUFFIXES = ("ous", "ful", "ive", "able", "ible", "less", "ish", "ical", "ular", "istic")
 _LY_NOUNS = frozenset("family assembly supply reply anomaly butterfly italy july fly ally belly jelly rally".split())
+# Adjectives in -ly (from a noun or a time word, not an adjective): "a daily backup", "a
+# friendly name". They modify nouns; the adverbs in -ly (from adjectives) modify verbs.
+_LY_ADJECTIVES = frozenset(
+    "early daily weekly monthly yearly hourly nightly quarterly friendly likely unlikely costly timely lonely lovely ugly elderly orderly".split()
+)
 _ING_NOUNS = frozenset(
     """morning evening ceiling string thing spring ring king nothing something anything
     everything during bring sing swing wing sibling pudding wedding lightning clothing
@@ -1073,6 +1078,8 @@ def word_class(word):
     if word in VERB_FORMS:
         return "verb"
     if word.endswith("ly") and len(word) > 4 and word not in _LY_NOUNS:
+        if word in _LY_ADJECTIVES or "-" in word:
+            return "adj"  # "a daily job", "an asynchronous-friendly standard"
         return "adverb"
     if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES) or _superlative(word):
         return "adj"
@@ -1100,6 +1107,7 @@ def concept_mentions(chunk, context):
         run = []
         prev_class = "start"
         prev_word = ""
+        last_gerund = None
         n = len(tokens)
         for k in range(n + 1):
             if k < n:
@@ -1125,6 +1133,10 @@ def concept_mentions(chunk, context):
                         low = re.split(r"['’]", low)[0]
                         possessive = word[len(low) :].lower() in ("'s", "’s")
                 cls = _classify(word, low, k, tokens, prev_class, prev_word, title, proper)
+                if low.endswith("ing") and len(low) > 4 and low.isalpha():
+                    if last_gerund == "verb" and prev_word in ("and", "or") and cls in ("adj", "noun"):
+                        cls = "verb"  # coordinated like its partner: "by adding fields and checking requests"
+                    last_gerund = cls
             else:
                 cls = "end"
             if cls in ("noun", "adj", "mod"):
@@ -1154,6 +1166,11 @@ def concept_mentions(chunk, context):
 def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
     if low in STOPWORDS or "n't" in low:
         return "stop"
+    if (
+        prev_class == "noun" and word.isupper() and word.isalpha() and len(word) >= 2 and not title
+        and (k + 1 >= len(tokens) or not tokens[k + 1][2][0].isupper())
+    ):
+        return "noun"  # an acronym heading a compound after a common noun: "a session ID", "the database URL"
     if word[0].isupper() and not title:
         if k == 0 and word not in proper and not word.isupper() and not _mixed_case(word):
             pass  # a capitalised first word is an ordinary word
@@ -1172,6 +1189,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
     ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):
         if cls in ("ambiguous", "noun", "verb") and not (prev_word == "to" and low.endswith("ing") and cls == "noun"):
             return "verb"
+    if cls == "ambiguous" and prev_class == "adverb" and not low.endswith(("ing", "ed")):
+        return "verb"  # an adverb modifies no noun: "Django currently supports", "dramatically increase"
     if cls == "ambiguous":
         if low.endswith(("ing", "ed")):
             return _participle(low, k, tokens, prev_class, prev_word)
@@ -1733,8 +1752,10 @@ def _modifier_names(mentions):
     for m in mentions:
         if m.type != "name" or m.extractor != "names":
             continue
-        if any(p.start <= m.start and p.end > m.end for p in phrases):
-            modifiers.add(id(m))
+        if any(p.start <= m.start and p.end > m.end for p in phrases) or m.name.isupper() and any(
+            p.start < m.start and p.end == m.end for p in phrases
+        ):
+            modifiers.add(id(m))  # also an acronym heading a compound: "a session ID"
         else:
             alone.add(m.norm)
     if not modifiers:

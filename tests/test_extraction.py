@@ -1015,3 +1015,38 @@ def test_an_s_word_before_a_verb_is_its_subject_noun():
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
+
+
+def test_an_adverb_in_ly_modifies_a_verb_never_a_noun():
+    found = names(mentions_of(
+        "Heron quietly supports tide tables and greatly increase gauge accuracy. A daily report lists buoys.",
+        extractors=(extraction.concept_mentions,),
+    ))
+    assert found == [
+        ("Heron", "concept"), ("tide tables", "concept"), ("tables", "concept"),
+        ("gauge accuracy", "concept"), ("accuracy", "concept"), ("daily report", "concept"), ("report", "concept"),
+        ("buoys", "concept"),
+    ]
+
+
+def test_a_hyphenated_word_in_ly_is_an_adjective():
+    found = names(mentions_of("Kestrel is the new, buoy-friendly protocol.", extractors=(extraction.concept_mentions,)))
+    assert found == [("Kestrel", "concept"), ("buoy-friendly protocol", "concept"), ("protocol", "concept")]
+
+
+def test_a_gerund_coordinated_with_a_verb_gerund_is_a_verb():
+    found = names(mentions_of(
+        "It guards gauges by adding the tide marks to tables and checking readings for errors. "
+        "Erosion is caused by wind, flowing water and moving ice.",
+        extractors=(extraction.concept_mentions,),
+    ))
+    assert ("checking readings", "concept") not in found and ("readings", "concept") in found
+    assert ("flowing water", "concept") in found and ("moving ice", "concept") in found
+
+
+def test_an_acronym_after_a_common_noun_heads_a_compound():
+    found = names(mentions_of("Buoys keep a station ID and send the gauge URL to Kestrel."))
+    assert ("station ID", "concept") in found and ("gauge URL", "concept") in found
+    # The acronym is no name of its own there (a head of three letters or more is still
+    # the compound's head mention, as "tables" is of "tide tables").
+    assert ("ID", "name") not in found
