@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import heading_lines
+from .extraction import heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -70,6 +70,9 @@ _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
     (r"\b(?:uses|use|used(?!\s+to\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}based\s+(?:up)?on\b", "uses", 0.7, False),
+    # What a thing is made with it uses: "a toolkit implemented with Tcl", "written in C".
+    (rf"\b(?:{_BE}\s+{_ADV})?(?:implemented|written)\s+(?:in|with|using|via|on\s+top\s+of)\b", "uses", 0.75, False),
+    (rf"\b(?:{_BE}\s+{_ADV})?backed\s+by\b", "uses", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
     (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
     (rf"\b(?:{_BE}|remains?|becomes?|became)\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
@@ -117,7 +120,7 @@ TRIGGER_LEADS = frozenset(
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became provides provide implements implement exposes expose supports support supported utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    becomes become became provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -262,7 +265,7 @@ def pattern_relations(chunk, mentions, context):
             ):
                 continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
             used.add((t_start, t_end))
-            lefts = _left_list(group, left, masked) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
+            lefts = _left_list(group, left, masked, s_start) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
@@ -271,6 +274,8 @@ def pattern_relations(chunk, mentions, context):
                         continue
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
+        if "dd" in sentence or "ppend" in sentence or "nsert" in sentence:
+            found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if ":" in sentence:
             found.extend(_colon_lists(group, masked, sentence))
         if "he " in sentence:
@@ -365,7 +370,8 @@ def _documented_items(text, mentions):
 def _copula_ok(between):
     """Only determiners and modifiers between "is" and the category: "is a lightweight X"."""
     words = _WORDS.findall(between)
-    return len(words) <= 3 and not re.search(r"[(),;:]", between) and not any(
+    # Commas may part coordinate adjectives: "is the new, asynchronous-friendly standard".
+    return len(words) <= 3 and not re.search(r"[();:]", between) and not any(
         w.lower() in _PREPOSITIONS for w in words
     )
 
@@ -478,8 +484,12 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     first = group[i]
     gap = _gap_words(masked[position : first.start])
     between = masked[position : first.start]
-    if gap > MAX_GAP_WORDS or re.search(r"[;:.,()]", between) or _CLAUSE_BREAK.search(between):
+    if gap > MAX_GAP_WORDS or re.search(r"[;:.()]", between) or _CLAUSE_BREAK.search(between):
         return result
+    if "," in between and not _ADJECTIVE_SERIES.fullmatch(between) or "," in between and not all(
+        word_class(w.lower()) == "adj" for w in between.replace(",", " ").split()
+    ):
+        return result  # only coordinate adjectives: "is the new, asynchronous-friendly standard"
     if first.type == "concept" and " " not in first.name and i + 1 < len(group):
         following = group[i + 1]
         if following.type != "concept" and not masked[first.end : following.start].strip():
@@ -487,15 +497,34 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     result.append((first, gap))
     previous = first
     clause = s_start is not None and _SUBORDINATE.match(masked, s_start) and "," not in masked[s_start:position]
-    for m in group[i + 1 :]:
-        if clause and "," in masked[previous.end : m.start]:
+    rest = group[i + 1 :]
+    for k, m in enumerate(rest):
+        between = masked[previous.end : m.start]
+        if "(" in between and ")" not in between[between.rfind("(") :]:
+            continue  # inside a parenthesis after an item: "RFC 7159 (which obsoletes RFC 4627) and ECMA-404"
+        if m.type == "concept" and _KIND_WORD.fullmatch(m.name.lower()) and (
+            previous.type == "code" or k + 1 < len(rest) and rest[k + 1].type == "code"
+        ):
+            continue  # a kind word goes with its code name: "`UUID` objects and the functions `uuid1`"
+        between = _PARENTHESIS.sub(" ", between)
+        if previous.type == "code" or m.type == "code":
+            between = _KIND_WORD.sub(" ", between)
+        if clause and "," in between:
             break
-        if _COORD.match(masked[previous.end : m.start]):
+        if _COORD.match(between):
             result.append((m, gap))
             previous = m
         else:
             break
     return result
+
+
+_ADJECTIVE_SERIES = re.compile(r"\s*(?:(?:the|an?)\s+)?(?:[\w-]+\s*,\s*)+")
+_PARENTHESIS = re.compile(r"\([^()]*\)")
+_KIND_WORD = re.compile(
+    r"\b(?:modules?|packages?|librar(?:y|ies)|functions?|class(?:es)?|methods?|objects?|attributes?|files?"
+    r"|commands?|programs?|tools?|director(?:y|ies)|frameworks?|types?|settings?|options?)\b"
+)
 
 
 _SUCH_AS = re.compile(r"\s*,?\s*(?:such\s+as|including|like)\s+(?:the\s+)?$")
@@ -515,13 +544,16 @@ def _examples(group, last, masked, gap):
     return result
 
 
-def _left_list(group, left, masked):
+def _left_list(group, left, masked, s_start=None):
     """``left`` and the mentions coordinated before it: "wind, flowing water and moving ice"."""
     result = [left]
     i = group.index(left)
     if left.features.get("coref"):
         return result  # "..., and it remains": a pronoun opens a clause, in no list
+    clause = s_start is not None and _SUBORDINATE.match(masked, s_start)
     while i > 0 and _COORD.match(masked[group[i - 1].end : group[i].start]):
+        if clause and "," in masked[group[i - 1].end : group[i].start] and "," not in masked[s_start : group[i - 1].end]:
+            break  # "Since views require the token, `X` must ...": the comma closes the clause
         i -= 1
         result.append(group[i])
     return result
@@ -576,6 +608,36 @@ def _colon_lists(group, masked, sentence):
             RelationCandidate(m, a, "is_a", 0.6, 1.0, sentence, "patterns")
             for m in items if m.type not in ("concept", "version", "DATE", "step")
         )
+    return found
+
+
+# "adds X to Y", "appending X to Y", "X is inserted into Y": what is added becomes part of it.
+_ADD = re.compile(r"\b(?:[Aa]dd|[Aa]ppend|[Ii]nsert)(?:s|ed|ing)?\b")
+_ADD_OBJECT_END = re.compile(r"\s*(?:,[^,.;:()]*,\s*)?(?:to|into)\s+(?:(?:the|an?|every|each|all|any|its|their|your)\s+)?(?:\w+\s+)?$")
+
+
+def _added_to(group, masked, sentence, s_start, s_end):
+    """``Adds the `user` attribute, representing the user, to every `HttpRequest` object``:
+    the thing added (the verb's first object) is part of what it is added to."""
+    found = []
+    for match in _ADD.finditer(masked, s_start, s_end):
+        if _negated(masked[max(s_start, match.start() - 30) : match.end()], match.end() - match.start()):
+            continue
+        rights = _rights_of(group, match.end(), masked, s_end)
+        if not rights:
+            continue
+        last = rights[-1][0]
+        after = [m for m in group if m.start >= last.end]
+        if after and after[0].type == "concept" and _KIND_WORD.fullmatch(after[0].name.lower()) and not masked[last.end : after[0].start].strip():
+            last, after = after[0], after[1:]  # "the `user` attribute"
+        for target in after:
+            if _ADD_OBJECT_END.fullmatch(masked, last.end, target.start):
+                for added, _ in rights:
+                    if added.norm != target.norm:
+                        found.append(RelationCandidate(added, target, "part_of", 0.75, 1.0, sentence, "patterns"))
+                break
+            if target.start - last.end > 80:
+                break
     return found
 
 

@@ -137,7 +137,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     texts = [p.read_text() for p in sorted((root / "sample-corpus").rglob("*.*"))]
     texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
     phrases = [
-        "A is used by B", "A uses B", "A is based on B", "A is required by B", "A depends on B", "A is part of B",
+        "A is used by B", "A uses B", "A is based on B", "A is implemented with B", "A is backed by B", "A is required by B", "A depends on B", "A is part of B",
         "A is bundled in B", "A found in B", "A appears in B", "A contains B", "A integrates with B", "A is compatible with B", "A is supported by B", "A supports B", "A is configured via B",
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B", "A provides B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
@@ -438,3 +438,81 @@ def test_based_on_is_use_and_compatible_with_integrates():
         [("Basin", "uses", "Heron", 0.7, 1.0)], [("Basin", "located_in", "Lisbon", 0.8, 1.0)],
         [("Basin", "integrates_with", "Heron", 0.7, 1.0)],
     ]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Then Basin is implemented with Heron.", [("Basin", "uses", "Heron", 0.75, 1.0)]),
+        ("Then Basin is written in Kestrel.", [("Basin", "uses", "Kestrel", 0.75, 1.0)]),
+        ("Then Basin is backed by Heron.", [("Basin", "uses", "Heron", 0.7, 1.0)]),
+        # Written by someone is still ownership.
+        ("Then Basin is written by Heron.", [("Basin", "owned_by", "Heron", 0.8, 1.0)]),
+    ],
+)
+def test_what_a_thing_is_implemented_with_or_backed_by_it_uses(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_a_comma_closing_an_opening_clause_ends_no_list_of_subjects():
+    text = "Since the relays require the tide table, `Basin` must appear in `STATIONS`."
+    assert candidates(text, relations.pattern_relations) == [
+        ("relays", "depends_on", "tide table", 0.85, 0.87), ("Basin", "part_of", "STATIONS", 0.7, 0.87),
+    ]
+
+
+def test_coordinate_adjectives_before_a_category():
+    assert candidates("Then Kestrel is the new, buoy-friendly protocol.", relations.pattern_relations) == [
+        ("Kestrel", "is_a", "buoy-friendly protocol", 0.6, 0.87),
+    ]
+    # A comma after anything but adjectives still ends the phrase.
+    assert candidates("Then Kestrel is, however, the protocol.", relations.pattern_relations) == []
+
+
+def test_a_coordination_skips_a_parenthesis_and_kind_words_beside_code():
+    found = candidates(
+        "This module provides :class:`Tide` objects (the :class:`Tide` class) and the functions :func:`ebb`, :func:`flow`.",
+        relations.pattern_relations, title="tidepool — Tides",
+    )
+    assert found == [
+        ("tidepool", "defines", "Tide", 0.7, 1.0), ("tidepool", "defines", "ebb", 0.7, 1.0),
+        ("tidepool", "defines", "flow", 0.7, 1.0),
+    ]
+    found = candidates("Then Estuary is specified by RFC 9999 (which obsoletes RFC 8888) and by ECMA-999.", relations.pattern_relations)
+    assert ("ECMA-999", "defines", "Estuary", 0.8, 1.0) in found and ("RFC 8888", "defines", "Estuary", 0.8, 1.0) not in found
+
+
+def test_what_is_added_to_a_thing_is_part_of_it():
+    assert candidates(
+        "Adds the `station` attribute, naming the nearest buoy, to every `TideReading` object.", relations.pattern_relations,
+    ) == [("station", "part_of", "TideReading", 0.75, 1.0)]
+    assert candidates("It guards gauges by appending the tide marks to Basin tables.", relations.pattern_relations) == [
+        ("tide marks", "part_of", "Basin tables", 0.75, 1.0),
+    ]
+    assert candidates("Then Heron never adds tide marks to Basin.", relations.pattern_relations) == []
+
+
+def test_typed_relations_reach_the_database(tmp_path):
+    """The rules above, through the whole pipeline: extraction, linking and refinement."""
+    from llm_graphrag.db import open_database
+    from llm_graphrag.extract import extract_and_link
+    from llm_graphrag.schema import set_setting
+
+    db = open_database(tmp_path / "graphrag.db")
+    set_setting(db, "extract", {"ner": "off"})
+    text = (
+        "Heron is a relay. The `Heron` class adds the `tide` attribute, naming the buoy, to every `Reading` object. "
+        "Heron is implemented with Kestrel. So Heron currently supports two formats: Parquet and Avro."
+    )
+    with db.atomic():
+        db["docs"].insert({"id": 1, "path": "/docs/heron.md", "title": "Heron", "hash": "h1"})
+        db["chunks"].insert({"doc_id": 1, "seq": 0, "content": text})
+    extract_and_link(db)
+    found = set(db.execute(
+        "select s.name, r.rel, d.name from relations r join entities s on s.id = r.src_id "
+        "join entities d on d.id = r.dst_id where r.rel != 'related_to'"
+    ).fetchall())
+    assert {("tide", "part_of", "Reading"), ("Heron", "uses", "Kestrel")} <= found
+    # integrates_with is symmetric: stored either way round.
+    for other in ("Parquet", "Avro"):
+        assert ("Heron", "integrates_with", other) in found or (other, "integrates_with", "Heron") in found
