@@ -1622,6 +1622,8 @@ _PRONOUN = re.compile(
     r"function|method|class|service|tool|program|command|format|protocol|standard|api|API|object|"
     r"type|file|interface|framework|application|system|project|database|server|device|process)))\b"
 )
+# What a document about code is ("this module"); a class or function is one of its parts.
+_CONTAINER_HINTS = frozenset("module package library framework".split())
 _CODE_HINTS = frozenset("module package library function method class api object type interface framework".split())
 
 
@@ -1661,12 +1663,16 @@ def coref_lite(chunk, mentions, analysis, subject=None):
                 previous = _sentence_subject(by_sentence[index - back], masked)
                 break
         if noun:
-            if noun in _CODE_HINTS and subject is not None and subject.type == "code":
+            if noun in _CONTAINER_HINTS and subject is not None and subject.type == "code":
                 antecedent = subject
             else:
                 wanted = ("code",) if noun in _CODE_HINTS else ("code", "name", "term", "ORG", "PRODUCT")
                 candidates = [m for m in before if m.type in wanted]
                 antecedent = candidates[-1] if candidates else (previous if previous and previous.type in wanted else subject)
+                if noun in _CODE_HINTS and noun not in _CONTAINER_HINTS and antecedent is not None and subject is not None and (
+                    (antecedent.antecedent or antecedent) is subject or antecedent.norm == subject.norm
+                ):
+                    continue  # "This class is a subclass of X" under a module's title: some class, not the module
         elif opening or re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start]):
             antecedent = previous or (before[0] if before else subject)
         else:

@@ -96,7 +96,7 @@ _PATTERNS = [
     (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)\s+of\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:subclass|subtype|instance|speciali[sz]ation)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
-    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|used|\w+ed|\w+ing)\b)", "is_a", 0.6, False),
+    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     (r",\s+(?:an?)\s+", "is_a", 0.55, False),
     (r"\bsuch\s+as\b|\b(?:including|like)\b", "is_a", 0.55, True),
     (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
@@ -256,8 +256,11 @@ def pattern_relations(chunk, mentions, context):
                     continue
             if match.group().startswith(",") and _SUBORDINATE.match(masked, s_start, t_start) and "," not in masked[s_start:t_start]:
                 continue  # "If X needs Y, a list ...": the comma ends a clause, no apposition
-            if match.group().startswith(",") and _LIST_GOES_ON.match(masked, rights[0][0].end):
-                continue  # "X, a Y and a Z": a list, no apposition
+            if match.group().startswith(",") and (
+                _LIST_GOES_ON.match(masked, rights[0][0].end) or _NEXT_INDEFINITE.match(masked, rights[0][0].end)
+                or _INDEFINITE_BEFORE.search(masked, max(s_start, left.start - 12), left.start)
+            ):
+                continue  # "X, a Y and a Z", "either a module, a class, a method": a list, no apposition
             if rel == "is_a" and weight <= 0.6 and (
                 not _copula_ok(masked[t_end : rights[0][0].start])
                 or _COPULA.match(match.group())
@@ -377,6 +380,8 @@ def _copula_ok(between):
 
 
 _LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
+_NEXT_INDEFINITE = re.compile(r"\s*,\s*(?:an?)\s")
+_INDEFINITE_BEFORE = re.compile(r"\b(?:an?|[Aa]n?)\s+(?:[\w-]+\s+)?$")
 _COPULA = re.compile(_BE + r"\b")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
@@ -613,7 +618,7 @@ def _colon_lists(group, masked, sentence):
 
 # "adds X to Y", "appending X to Y", "X is inserted into Y": what is added becomes part of it.
 _ADD = re.compile(r"\b(?:[Aa]dd|[Aa]ppend|[Ii]nsert)(?:s|ed|ing)?\b")
-_ADD_OBJECT_END = re.compile(r"\s*(?:,[^,.;:()]*,\s*)?(?:to|into)\s+(?:(?:the|an?|every|each|all|any|its|their|your)\s+)?(?:\w+\s+)?$")
+_ADD_OBJECT_END = re.compile(r"\s*(?:\w+\s*)?(?:,[^,.;:()]*,\s*)?(?:to|into)\s+(?:(?:the|an?|every|each|all|any|its|their|your)\s+)?(?:\w+\s+)?$")
 
 
 def _added_to(group, masked, sentence, s_start, s_end):

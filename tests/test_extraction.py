@@ -1050,3 +1050,8 @@ def test_an_acronym_after_a_common_noun_heads_a_compound():
     # The acronym is no name of its own there (a head of three letters or more is still
     # the compound's head mention, as "tables" is of "tide tables").
     assert ("ID", "name") not in found
+
+
+def test_this_class_is_no_name_for_the_module_a_page_documents():
+    mentions = mentions_of("This module holds relays. This class is a subclass of `Relay`.", title="tidepool — Tides")
+    assert [(m.surface, m.name) for m in mentions if m.antecedent] == [("This module", "tidepool")]

@@ -516,3 +516,20 @@ def test_typed_relations_reach_the_database(tmp_path):
     # integrates_with is symmetric: stored either way round.
     for other in ("Parquet", "Avro"):
         assert ("Heron", "integrates_with", other) in found or (other, "integrates_with", "Heron") in found
+
+
+def test_a_list_of_indefinite_noun_phrases_holds_no_apposition():
+    text = "Then x may be either a gauge, a relay, a buoy or a tide table."
+    assert [c for c in candidates(text, relations.pattern_relations) if c[1] == "is_a"] == []
+    # A name before the comma still opens an apposition.
+    assert candidates("It holds the sources for Basin, a message broker.", relations.pattern_relations) == [
+        ("Basin", "is_a", "message broker", 0.55, 1.0),
+    ]
+
+
+def test_a_plural_copula_before_an_adverb_names_no_category():
+    assert candidates("Then tide tables are highly gauge dependent.", relations.pattern_relations) == []
+    assert candidates("Then tide tables are now buoy records.", relations.pattern_relations) == []
+    assert candidates("Then tide tables are buoy records.", relations.pattern_relations) == [
+        ("tide tables", "is_a", "buoy records", 0.6, 1.0),
+    ]
