@@ -446,6 +446,10 @@ def test_based_on_is_use_and_compatible_with_integrates():
         ("Then Basin is implemented with Heron.", [("Basin", "uses", "Heron", 0.75, 1.0)]),
         ("Then Basin is written in Kestrel.", [("Basin", "uses", "Kestrel", 0.75, 1.0)]),
         ("Then Basin is backed by Heron.", [("Basin", "uses", "Heron", 0.7, 1.0)]),
+        # A participle after a describing noun is said of the named thing, code or not.
+        ("Then Heron, a small relay implemented with the Kestrel toolkit, is here.", [
+            ("Heron", "is_a", "relay", 0.55, 0.87), ("Heron", "uses", "Kestrel", 0.75, 0.87),
+        ]),
         # Written by someone is still ownership.
         ("Then Basin is written by Heron.", [("Basin", "owned_by", "Heron", 0.8, 1.0)]),
     ],
