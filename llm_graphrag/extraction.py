@@ -1124,6 +1124,10 @@ def concept_mentions(chunk, context):
                         _emit(run, mentions, text)
                         run = []
                     prev_class = "punct"
+                    if text[gap:start].rstrip().endswith("`") and not text[gap:start].strip().startswith((",", ";", ":", "(")):
+                        prev_class = "name"  # a code span is a noun phrase: "`sys.exc_info` returns a tuple"
+                elif not k and text[s_start:start].rstrip().endswith("`"):
+                    prev_class = "name"
                 low = word.lower()
                 possessive = False
                 if "'" in low or "’" in low:

@@ -1055,3 +1055,8 @@ def test_an_acronym_after_a_common_noun_heads_a_compound():
 def test_this_class_is_no_name_for_the_module_a_page_documents():
     mentions = mentions_of("This module holds relays. This class is a subclass of `Relay`.", title="tidepool — Tides")
     assert [(m.surface, m.name) for m in mentions if m.antecedent] == [("This module", "tidepool")]
+
+
+def test_a_code_span_before_a_word_is_a_noun_phrase_so_the_word_may_be_its_verb():
+    found = names(mentions_of(":func:`tide.read` returns a gauge tuple. Then `ebb` returns a buoy.", extractors=(extraction.concept_mentions,)))
+    assert ("returns", "concept") not in found and ("gauge tuple", "concept") in found and ("buoy", "concept") in found

@@ -186,6 +186,9 @@ def test_a_negated_trigger_states_no_relation():
         ("Basin is an instance of Store.", [("Basin", "is_a", "Store", 0.85, 1.0)]),
         ("Heron inherits from Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
         ("Heron is derived from Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
+        # Plural subjects: "are instances of", "are kinds of".
+        ("Then gauges are instances of Store.", [("gauges", "is_a", "Store", 0.85, 1.0)]),
+        ("Then relays are kinds of Store.", [("relays", "is_a", "Store", 0.85, 1.0)]),
         # The trigger's own word named as a thing is no trigger: "the build and packaging system".
         ("Kestrel is the original build and packaging system.", [
             ("Kestrel", "is_a", "build", 0.6, 0.87), ("Kestrel", "is_a", "packaging system", 0.6, 0.87),
