@@ -188,6 +188,7 @@ def test_a_negated_trigger_states_no_relation():
         ("Heron is derived from Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
         # Plural subjects: "are instances of", "are kinds of".
         ("Then gauges are instances of Store.", [("gauges", "is_a", "Store", 0.85, 1.0)]),
+        ("Then Heron is a sub-class of Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
         ("Then relays are kinds of Store.", [("relays", "is_a", "Store", 0.85, 1.0)]),
         # The trigger's own word named as a thing is no trigger: "the build and packaging system".
         ("Kestrel is the original build and packaging system.", [
