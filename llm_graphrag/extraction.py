@@ -1137,6 +1137,12 @@ def concept_mentions(chunk, context):
                         low = re.split(r"['’]", low)[0]
                         possessive = word[len(low) :].lower() in ("'s", "’s")
                 cls = _classify(word, low, k, tokens, prev_class, prev_word, title, proper)
+                if (
+                    cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S)
+                    and prev_class in ("noun", "name", "mod", "other")
+                    and text[end : tokens[k + 1][0] if k + 1 < n else s_end].lstrip().startswith(("`", ":"))
+                ):
+                    cls = "verb"  # a code span as its object: "`Callable` now supports :class:`ParamSpec`"
                 if low.endswith("ing") and len(low) > 4 and low.isalpha():
                     if last_gerund == "verb" and prev_word in ("and", "or") and cls in ("adj", "noun"):
                         cls = "verb"  # coordinated like its partner: "by adding fields and checking requests"

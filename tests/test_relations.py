@@ -541,3 +541,9 @@ def test_a_plural_copula_before_an_adverb_names_no_category():
     assert candidates("Then tide tables are buoy records.", relations.pattern_relations) == [
         ("tide tables", "is_a", "buoy records", 0.6, 1.0),
     ]
+
+
+def test_a_plural_verb_before_a_code_span_is_a_verb_not_a_noun():
+    assert candidates("Then `Heron` supports `Kestrel`. The modern relay requires :class:`Tide`.", relations.pattern_relations) == [
+        ("Heron", "integrates_with", "Kestrel", 0.7, 1.0), ("relay", "depends_on", "Tide", 0.85, 1.0),
+    ]
