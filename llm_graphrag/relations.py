@@ -279,7 +279,7 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_acronyms(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
-        if ":" in sentence:
+        if ":" in sentence or _THERE_ARE.match(sentence):
             found.extend(_colon_lists(group, masked, sentence))
         if "he " in sentence:
             found.extend(_named_kinds(group, masked, sentence))
@@ -581,6 +581,9 @@ def _named_kinds(group, masked, sentence):
 
 
 _COLON = re.compile(r"^\s*:\s*$")
+_COMMA = re.compile(r"^\s*,\s*$")
+_THERE_ARE = re.compile(r"\s*[Tt]here\s+(?:are|were)\b")
+_COUNTED = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|several|\d+)\s+(?:[\w-]+\s+)?$")
 
 
 def _colon_items(group, noun, masked):
@@ -602,8 +605,13 @@ def _colon_lists(group, masked, sentence):
     are each one of them."""
     found = []
     for i, (a, b) in enumerate(zip(group, group[1:])):
-        if a.type != "concept" or not a.name.endswith("s") or not _COLON.match(masked[a.end : b.start]):
+        if a.type != "concept" or not a.name.endswith("s"):
             continue
+        if not _COLON.match(masked[a.end : b.start]) and not (
+            _COMMA.match(masked[a.end : b.start]) and _THERE_ARE.match(sentence)
+            and _COUNTED.search(masked, max(0, a.start - 24), a.start) and not group[:i]
+        ):
+            continue  # "There are only two booleans, `Py_False` and `Py_True`": a comma does as well
         items = [b]
         for m in group[i + 2 :]:
             if not _COORD.match(masked[items[-1].end : m.start]):

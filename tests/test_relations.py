@@ -547,3 +547,12 @@ def test_a_plural_verb_before_a_code_span_is_a_verb_not_a_noun():
     assert candidates("Then `Heron` supports `Kestrel`. The modern relay requires :class:`Tide`.", relations.pattern_relations) == [
         ("Heron", "integrates_with", "Kestrel", 0.7, 1.0), ("relay", "depends_on", "Tide", 0.85, 1.0),
     ]
+
+
+def test_names_counted_after_there_are_and_a_comma_are_each_one():
+    assert candidates("There are only two relays, `Heron` and `Egret`.", relations.pattern_relations) == [
+        ("Heron", "is_a", "relays", 0.6, 1.0), ("Egret", "is_a", "relays", 0.6, 1.0),
+    ]
+    # Uncounted, or not opened by "there are", a comma lists nothing of the kind.
+    assert candidates("There are relays, `Heron` and `Egret`.", relations.pattern_relations) == []
+    assert candidates("Basin reads two relays, `Heron` and `Egret`.", relations.pattern_relations) == []
