@@ -830,6 +830,10 @@ def _snippet(text, start, end, width=60):
 # Default extractors
 
 
+# Literal values of the languages documentation is written about: values, not things.
+LITERAL_VALUES = frozenset("True False None true false null nil undefined NULL".split())
+
+
 def markup_mentions(chunk, context):
     """Code spans, roles, literals, link texts and bold terms (Markdown and rST)."""
     analysis = context.analyze(chunk)
@@ -844,8 +848,8 @@ def markup_mentions(chunk, context):
                 )
             )
         elif m.kind == "code":
-            if not m.text:
-                continue
+            if not m.text or m.text in LITERAL_VALUES:
+                continue  # a value written as code ("Default: `False`") names no thing
             mentions.append(
                 Mention(
                     text[m.start : m.end], "code", m.start, m.end, 0.95,

@@ -1060,3 +1060,8 @@ def test_this_class_is_no_name_for_the_module_a_page_documents():
 def test_a_code_span_before_a_word_is_a_noun_phrase_so_the_word_may_be_its_verb():
     found = names(mentions_of(":func:`tide.read` returns a gauge tuple. Then `ebb` returns a buoy.", extractors=(extraction.concept_mentions,)))
     assert ("returns", "concept") not in found and ("gauge tuple", "concept") in found and ("buoy", "concept") in found
+
+
+def test_a_literal_value_in_code_font_is_no_entity():
+    found = names(mentions_of("Default: `False`. Set ``TIDE_CACHE`` to ``None`` or :const:`True`."))
+    assert found == [("TIDE_CACHE", "code")]
