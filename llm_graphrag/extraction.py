@@ -1311,13 +1311,21 @@ def _library_stop_words():
     return stop_words()
 
 
+def _adverb_compound(word):
+    """"currently-logged-in", "highly-optimised": a passing state said of the thing, no part of its name."""
+    first = word.split("-", 1)[0]
+    return "-" in word and len(first) > 4 and first.endswith("ly") and word_class(first) == "adverb"
+
+
 def _emit(run, mentions, text):
     if not run:
         return
     # Trim generic adjectives in front ("common", "lightweight"); participles and other
     # modifiers stay ("flowing water", "dissolved oxygen"). Nothing but a noun ends it.
     while run and run[0][3] == "adj" and (
-        len(run) == 1 or run[0][2] not in KEEP_ADJECTIVES and (run[0][2] in COMMON_ADJECTIVES or run[0][2] in _library_stop_words())
+        len(run) == 1 or run[0][2] not in KEEP_ADJECTIVES and (
+            run[0][2] in COMMON_ADJECTIVES or run[0][2] in _library_stop_words() or _adverb_compound(run[0][2])
+        )
     ):
         run = run[1:]
     while run and run[-1][3] in ("adj", "mod") and not (len(run) > 1 and run[-1][2] in ADJECTIVE_NOUNS):

@@ -1065,3 +1065,8 @@ def test_a_code_span_before_a_word_is_a_noun_phrase_so_the_word_may_be_its_verb(
 def test_a_literal_value_in_code_font_is_no_entity():
     found = names(mentions_of("Default: `False`. Set ``TIDE_CACHE`` to ``None`` or :const:`True`."))
     assert found == [("TIDE_CACHE", "code")]
+
+
+def test_a_leading_adverb_compound_is_trimmed_like_a_common_adjective():
+    found = names(mentions_of("Buoys send highly-optimised readings to a newly-created relay.", extractors=(extraction.concept_mentions,)))
+    assert found == [("buoys", "concept"), ("readings", "concept"), ("relay", "concept")]
