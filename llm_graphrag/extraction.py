@@ -202,6 +202,11 @@ KIND_NOUNS = frozenset("library libraries module modules project projects progra
 
 _ADJ_SUFFIXES = ("ous", "ful", "ive", "able", "ible", "less", "ish", "ical", "ular", "istic")
 _LY_NOUNS = frozenset("family assembly supply reply anomaly butterfly italy july fly ally belly jelly rally".split())
+# Adjectives in -ly (from a noun or a time word, not an adjective): "a daily backup", "a
+# friendly name". They modify nouns; the adverbs in -ly (from adjectives) modify verbs.
+_LY_ADJECTIVES = frozenset(
+    "early daily weekly monthly yearly hourly nightly quarterly friendly likely unlikely costly timely lonely lovely ugly elderly orderly".split()
+)
 _ING_NOUNS = frozenset(
     """morning evening ceiling string thing spring ring king nothing something anything
     everything during bring sing swing wing sibling pudding wedding lightning clothing
@@ -825,6 +830,10 @@ def _snippet(text, start, end, width=60):
 # Default extractors
 
 
+# Literal values of the languages documentation is written about: values, not things.
+LITERAL_VALUES = frozenset("True False None true false null nil undefined NULL".split())
+
+
 def markup_mentions(chunk, context):
     """Code spans, roles, literals, link texts and bold terms (Markdown and rST)."""
     analysis = context.analyze(chunk)
@@ -839,8 +848,8 @@ def markup_mentions(chunk, context):
                 )
             )
         elif m.kind == "code":
-            if not m.text:
-                continue
+            if not m.text or m.text in LITERAL_VALUES:
+                continue  # a value written as code ("Default: `False`") names no thing
             mentions.append(
                 Mention(
                     text[m.start : m.end], "code", m.start, m.end, 0.95,
@@ -1073,6 +1082,8 @@ def word_class(word):
     if word in VERB_FORMS:
         return "verb"
     if word.endswith("ly") and len(word) > 4 and word not in _LY_NOUNS:
+        if word in _LY_ADJECTIVES or "-" in word:
+            return "adj"  # "a daily job", "an asynchronous-friendly standard"
         return "adverb"
     if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES) or _superlative(word):
         return "adj"
@@ -1100,6 +1111,7 @@ def concept_mentions(chunk, context):
         run = []
         prev_class = "start"
         prev_word = ""
+        last_gerund = None
         n = len(tokens)
         for k in range(n + 1):
             if k < n:
@@ -1116,6 +1128,10 @@ def concept_mentions(chunk, context):
                         _emit(run, mentions, text)
                         run = []
                     prev_class = "punct"
+                    if text[gap:start].rstrip().endswith("`") and not text[gap:start].strip().startswith((",", ";", ":", "(")):
+                        prev_class = "name"  # a code span is a noun phrase: "`sys.exc_info` returns a tuple"
+                elif not k and text[s_start:start].rstrip().endswith("`"):
+                    prev_class = "name"
                 low = word.lower()
                 possessive = False
                 if "'" in low or "’" in low:
@@ -1125,6 +1141,16 @@ def concept_mentions(chunk, context):
                         low = re.split(r"['’]", low)[0]
                         possessive = word[len(low) :].lower() in ("'s", "’s")
                 cls = _classify(word, low, k, tokens, prev_class, prev_word, title, proper)
+                if (
+                    cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S)
+                    and prev_class in ("noun", "name", "mod", "other")
+                    and text[end : tokens[k + 1][0] if k + 1 < n else s_end].lstrip().startswith(("`", ":"))
+                ):
+                    cls = "verb"  # a code span as its object: "`Callable` now supports :class:`ParamSpec`"
+                if low.endswith("ing") and len(low) > 4 and low.isalpha():
+                    if last_gerund == "verb" and prev_word in ("and", "or") and cls in ("adj", "noun"):
+                        cls = "verb"  # coordinated like its partner: "by adding fields and checking requests"
+                    last_gerund = cls
             else:
                 cls = "end"
             if cls in ("noun", "adj", "mod"):
@@ -1154,6 +1180,11 @@ def concept_mentions(chunk, context):
 def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
     if low in STOPWORDS or "n't" in low:
         return "stop"
+    if (
+        prev_class == "noun" and word.isupper() and word.isalpha() and len(word) >= 2 and not title
+        and (k + 1 >= len(tokens) or not tokens[k + 1][2][0].isupper())
+    ):
+        return "noun"  # an acronym heading a compound after a common noun: "a session ID", "the database URL"
     if word[0].isupper() and not title:
         if k == 0 and word not in proper and not word.isupper() and not _mixed_case(word):
             pass  # a capitalised first word is an ordinary word
@@ -1172,6 +1203,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
     ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):
         if cls in ("ambiguous", "noun", "verb") and not (prev_word == "to" and low.endswith("ing") and cls == "noun"):
             return "verb"
+    if cls == "ambiguous" and prev_class == "adverb" and not low.endswith(("ing", "ed")):
+        return "verb"  # an adverb modifies no noun: "Django currently supports", "dramatically increase"
     if cls == "ambiguous":
         if low.endswith(("ing", "ed")):
             return _participle(low, k, tokens, prev_class, prev_word)
@@ -1278,13 +1311,21 @@ def _library_stop_words():
     return stop_words()
 
 
+def _adverb_compound(word):
+    """"currently-logged-in", "highly-optimised": a passing state said of the thing, no part of its name."""
+    first = word.split("-", 1)[0]
+    return "-" in word and len(first) > 4 and first.endswith("ly") and word_class(first) == "adverb"
+
+
 def _emit(run, mentions, text):
     if not run:
         return
     # Trim generic adjectives in front ("common", "lightweight"); participles and other
     # modifiers stay ("flowing water", "dissolved oxygen"). Nothing but a noun ends it.
     while run and run[0][3] == "adj" and (
-        len(run) == 1 or run[0][2] not in KEEP_ADJECTIVES and (run[0][2] in COMMON_ADJECTIVES or run[0][2] in _library_stop_words())
+        len(run) == 1 or run[0][2] not in KEEP_ADJECTIVES and (
+            run[0][2] in COMMON_ADJECTIVES or run[0][2] in _library_stop_words() or _adverb_compound(run[0][2])
+        )
     ):
         run = run[1:]
     while run and run[-1][3] in ("adj", "mod") and not (len(run) > 1 and run[-1][2] in ADJECTIVE_NOUNS):
@@ -1603,6 +1644,8 @@ _PRONOUN = re.compile(
     r"function|method|class|service|tool|program|command|format|protocol|standard|api|API|object|"
     r"type|file|interface|framework|application|system|project|database|server|device|process)))\b"
 )
+# What a document about code is ("this module"); a class or function is one of its parts.
+_CONTAINER_HINTS = frozenset("module package library framework".split())
 _CODE_HINTS = frozenset("module package library function method class api object type interface framework".split())
 
 
@@ -1642,12 +1685,16 @@ def coref_lite(chunk, mentions, analysis, subject=None):
                 previous = _sentence_subject(by_sentence[index - back], masked)
                 break
         if noun:
-            if noun in _CODE_HINTS and subject is not None and subject.type == "code":
+            if noun in _CONTAINER_HINTS and subject is not None and subject.type == "code":
                 antecedent = subject
             else:
                 wanted = ("code",) if noun in _CODE_HINTS else ("code", "name", "term", "ORG", "PRODUCT")
                 candidates = [m for m in before if m.type in wanted]
                 antecedent = candidates[-1] if candidates else (previous if previous and previous.type in wanted else subject)
+                if noun in _CODE_HINTS and noun not in _CONTAINER_HINTS and antecedent is not None and subject is not None and (
+                    (antecedent.antecedent or antecedent) is subject or antecedent.norm == subject.norm
+                ):
+                    continue  # "This class is a subclass of X" under a module's title: some class, not the module
         elif opening or re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start]):
             antecedent = previous or (before[0] if before else subject)
         else:
@@ -1733,8 +1780,10 @@ def _modifier_names(mentions):
     for m in mentions:
         if m.type != "name" or m.extractor != "names":
             continue
-        if any(p.start <= m.start and p.end > m.end for p in phrases):
-            modifiers.add(id(m))
+        if any(p.start <= m.start and p.end > m.end for p in phrases) or m.name.isupper() and any(
+            p.start < m.start and p.end == m.end for p in phrases
+        ):
+            modifiers.add(id(m))  # also an acronym heading a compound: "a session ID"
         else:
             alone.add(m.norm)
     if not modifiers:

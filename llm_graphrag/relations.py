@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import heading_lines
+from .extraction import heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -70,6 +70,9 @@ _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
     (r"\b(?:uses|use|used(?!\s+to\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}based\s+(?:up)?on\b", "uses", 0.7, False),
+    # What a thing is made with it uses: "a toolkit implemented with Tcl", "written in C".
+    (rf"\b(?:{_BE}\s+{_ADV})?(?:implemented|written)\s+(?:in|with|using|via|on\s+top\s+of)\b", "uses", 0.75, False),
+    (rf"\b(?:{_BE}\s+{_ADV})?backed\s+by\b", "uses", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:required|needed)\s+by\b", "depends_on", 0.85, True),
     (r"\b(?:depends|depend|depending|relies|rely|relying)\s+(?:up)?on\b|\b(?:requires|require|needs)\b", "depends_on", 0.85, False),
     (rf"\b(?:{_BE}|remains?|becomes?|became)\s+(?:an?\s+|the\s+)?(?:part|component|member|piece|section)\s+of\b|\bbelongs?\s+to\b", "part_of", 0.8, False),
@@ -90,10 +93,10 @@ _PATTERNS = [
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
     (r"\b(?:provides|provide|implements|implement|exposes|expose)\b", "defines", 0.7, False),
-    (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)\s+of\b", "is_a", 0.85, False),
-    (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:subclass|subtype|instance|speciali[sz]ation)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
+    (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)s?\s+of\b", "is_a", 0.85, False),
+    (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:sub-?class(?:es)?|subtypes?|instances?|speciali[sz]ations?)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
-    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|used|\w+ed|\w+ing)\b)", "is_a", 0.6, False),
+    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     (r",\s+(?:an?)\s+", "is_a", 0.55, False),
     (r"\bsuch\s+as\b|\b(?:including|like)\b", "is_a", 0.55, True),
     (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
@@ -117,7 +120,7 @@ TRIGGER_LEADS = frozenset(
     generates generate creates create releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became provides provide implements implement exposes expose supports support supported utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    becomes become became provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -146,7 +149,7 @@ _TRIGGERS = re.compile(
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
-_PROVIDES = re.compile(r"provide|implement|expose")
+_PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
 _SUPPORTS = re.compile(r"\bsupport")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
@@ -253,8 +256,11 @@ def pattern_relations(chunk, mentions, context):
                     continue
             if match.group().startswith(",") and _SUBORDINATE.match(masked, s_start, t_start) and "," not in masked[s_start:t_start]:
                 continue  # "If X needs Y, a list ...": the comma ends a clause, no apposition
-            if match.group().startswith(",") and _LIST_GOES_ON.match(masked, rights[0][0].end):
-                continue  # "X, a Y and a Z": a list, no apposition
+            if match.group().startswith(",") and (
+                _LIST_GOES_ON.match(masked, rights[0][0].end) or _NEXT_INDEFINITE.match(masked, rights[0][0].end)
+                or _INDEFINITE_BEFORE.search(masked, max(s_start, left.start - 12), left.start)
+            ):
+                continue  # "X, a Y and a Z", "either a module, a class, a method": a list, no apposition
             if rel == "is_a" and weight <= 0.6 and (
                 not _copula_ok(masked[t_end : rights[0][0].start])
                 or _COPULA.match(match.group())
@@ -262,7 +268,7 @@ def pattern_relations(chunk, mentions, context):
             ):
                 continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
             used.add((t_start, t_end))
-            lefts = _left_list(group, left, masked) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
+            lefts = _left_list(group, left, masked, s_start) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
@@ -271,7 +277,9 @@ def pattern_relations(chunk, mentions, context):
                         continue
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
-        if ":" in sentence:
+        if "dd" in sentence or "ppend" in sentence or "nsert" in sentence:
+            found.extend(_added_to(group, masked, sentence, s_start, s_end))
+        if ":" in sentence or _THERE_ARE.match(sentence):
             found.extend(_colon_lists(group, masked, sentence))
         if "he " in sentence:
             found.extend(_named_kinds(group, masked, sentence))
@@ -365,12 +373,15 @@ def _documented_items(text, mentions):
 def _copula_ok(between):
     """Only determiners and modifiers between "is" and the category: "is a lightweight X"."""
     words = _WORDS.findall(between)
-    return len(words) <= 3 and not re.search(r"[(),;:]", between) and not any(
+    # Commas may part coordinate adjectives: "is the new, asynchronous-friendly standard".
+    return len(words) <= 3 and not re.search(r"[();:]", between) and not any(
         w.lower() in _PREPOSITIONS for w in words
     )
 
 
 _LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
+_NEXT_INDEFINITE = re.compile(r"\s*,\s*(?:an?)\s")
+_INDEFINITE_BEFORE = re.compile(r"\b(?:an?|[Aa]n?)\s+(?:[\w-]+\s+)?$")
 _COPULA = re.compile(_BE + r"\b")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
@@ -478,8 +489,12 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     first = group[i]
     gap = _gap_words(masked[position : first.start])
     between = masked[position : first.start]
-    if gap > MAX_GAP_WORDS or re.search(r"[;:.,()]", between) or _CLAUSE_BREAK.search(between):
+    if gap > MAX_GAP_WORDS or re.search(r"[;:.()]", between) or _CLAUSE_BREAK.search(between):
         return result
+    if "," in between and not _ADJECTIVE_SERIES.fullmatch(between) or "," in between and not all(
+        word_class(w.lower()) == "adj" for w in between.replace(",", " ").split()
+    ):
+        return result  # only coordinate adjectives: "is the new, asynchronous-friendly standard"
     if first.type == "concept" and " " not in first.name and i + 1 < len(group):
         following = group[i + 1]
         if following.type != "concept" and not masked[first.end : following.start].strip():
@@ -487,15 +502,34 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     result.append((first, gap))
     previous = first
     clause = s_start is not None and _SUBORDINATE.match(masked, s_start) and "," not in masked[s_start:position]
-    for m in group[i + 1 :]:
-        if clause and "," in masked[previous.end : m.start]:
+    rest = group[i + 1 :]
+    for k, m in enumerate(rest):
+        between = masked[previous.end : m.start]
+        if "(" in between and ")" not in between[between.rfind("(") :]:
+            continue  # inside a parenthesis after an item: "RFC 7159 (which obsoletes RFC 4627) and ECMA-404"
+        if m.type == "concept" and _KIND_WORD.fullmatch(m.name.lower()) and (
+            previous.type == "code" or k + 1 < len(rest) and rest[k + 1].type == "code"
+        ):
+            continue  # a kind word goes with its code name: "`UUID` objects and the functions `uuid1`"
+        between = _PARENTHESIS.sub(" ", between)
+        if previous.type == "code" or m.type == "code":
+            between = _KIND_WORD.sub(" ", between)
+        if clause and "," in between:
             break
-        if _COORD.match(masked[previous.end : m.start]):
+        if _COORD.match(between):
             result.append((m, gap))
             previous = m
         else:
             break
     return result
+
+
+_ADJECTIVE_SERIES = re.compile(r"\s*(?:(?:the|an?)\s+)?(?:[\w-]+\s*,\s*)+")
+_PARENTHESIS = re.compile(r"\([^()]*\)")
+_KIND_WORD = re.compile(
+    r"\b(?:modules?|packages?|librar(?:y|ies)|functions?|class(?:es)?|methods?|objects?|attributes?|files?"
+    r"|commands?|programs?|tools?|director(?:y|ies)|frameworks?|types?|settings?|options?)\b"
+)
 
 
 _SUCH_AS = re.compile(r"\s*,?\s*(?:such\s+as|including|like)\s+(?:the\s+)?$")
@@ -515,13 +549,16 @@ def _examples(group, last, masked, gap):
     return result
 
 
-def _left_list(group, left, masked):
+def _left_list(group, left, masked, s_start=None):
     """``left`` and the mentions coordinated before it: "wind, flowing water and moving ice"."""
     result = [left]
     i = group.index(left)
     if left.features.get("coref"):
         return result  # "..., and it remains": a pronoun opens a clause, in no list
+    clause = s_start is not None and _SUBORDINATE.match(masked, s_start)
     while i > 0 and _COORD.match(masked[group[i - 1].end : group[i].start]):
+        if clause and "," in masked[group[i - 1].end : group[i].start] and "," not in masked[s_start : group[i - 1].end]:
+            break  # "Since views require the token, `X` must ...": the comma closes the clause
         i -= 1
         result.append(group[i])
     return result
@@ -544,6 +581,9 @@ def _named_kinds(group, masked, sentence):
 
 
 _COLON = re.compile(r"^\s*:\s*$")
+_COMMA = re.compile(r"^\s*,\s*$")
+_THERE_ARE = re.compile(r"\s*[Tt]here\s+(?:are|were)\b")
+_COUNTED = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|several|\d+)\s+(?:[\w-]+\s+)?$")
 
 
 def _colon_items(group, noun, masked):
@@ -565,8 +605,13 @@ def _colon_lists(group, masked, sentence):
     are each one of them."""
     found = []
     for i, (a, b) in enumerate(zip(group, group[1:])):
-        if a.type != "concept" or not a.name.endswith("s") or not _COLON.match(masked[a.end : b.start]):
+        if a.type != "concept" or not a.name.endswith("s"):
             continue
+        if not _COLON.match(masked[a.end : b.start]) and not (
+            _COMMA.match(masked[a.end : b.start]) and _THERE_ARE.match(sentence)
+            and _COUNTED.search(masked, max(0, a.start - 24), a.start) and not group[:i]
+        ):
+            continue  # "There are only two booleans, `Py_False` and `Py_True`": a comma does as well
         items = [b]
         for m in group[i + 2 :]:
             if not _COORD.match(masked[items[-1].end : m.start]):
@@ -576,6 +621,36 @@ def _colon_lists(group, masked, sentence):
             RelationCandidate(m, a, "is_a", 0.6, 1.0, sentence, "patterns")
             for m in items if m.type not in ("concept", "version", "DATE", "step")
         )
+    return found
+
+
+# "adds X to Y", "appending X to Y", "X is inserted into Y": what is added becomes part of it.
+_ADD = re.compile(r"\b(?:[Aa]dd|[Aa]ppend|[Ii]nsert)(?:s|ed|ing)?\b")
+_ADD_OBJECT_END = re.compile(r"\s*(?:\w+\s*)?(?:,[^,.;:()]*,\s*)?(?:to|into)\s+(?:(?:the|an?|every|each|all|any|its|their|your)\s+)?(?:\w+\s+)?$")
+
+
+def _added_to(group, masked, sentence, s_start, s_end):
+    """``Adds the `user` attribute, representing the user, to every `HttpRequest` object``:
+    the thing added (the verb's first object) is part of what it is added to."""
+    found = []
+    for match in _ADD.finditer(masked, s_start, s_end):
+        if _negated(masked[max(s_start, match.start() - 30) : match.end()], match.end() - match.start()):
+            continue
+        rights = _rights_of(group, match.end(), masked, s_end)
+        if not rights:
+            continue
+        last = rights[-1][0]
+        after = [m for m in group if m.start >= last.end]
+        if after and after[0].type == "concept" and _KIND_WORD.fullmatch(after[0].name.lower()) and not masked[last.end : after[0].start].strip():
+            last, after = after[0], after[1:]  # "the `user` attribute"
+        for target in after:
+            if _ADD_OBJECT_END.fullmatch(masked, last.end, target.start):
+                for added, _ in rights:
+                    if added.norm != target.norm:
+                        found.append(RelationCandidate(added, target, "part_of", 0.75, 1.0, sentence, "patterns"))
+                break
+            if target.start - last.end > 80:
+                break
     return found
 
 

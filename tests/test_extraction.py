@@ -1015,3 +1015,58 @@ def test_an_s_word_before_a_verb_is_its_subject_noun():
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
+
+
+def test_an_adverb_in_ly_modifies_a_verb_never_a_noun():
+    found = names(mentions_of(
+        "Heron quietly supports tide tables and greatly increase gauge accuracy. A daily report lists buoys.",
+        extractors=(extraction.concept_mentions,),
+    ))
+    assert found == [
+        ("Heron", "concept"), ("tide tables", "concept"), ("tables", "concept"),
+        ("gauge accuracy", "concept"), ("accuracy", "concept"), ("daily report", "concept"), ("report", "concept"),
+        ("buoys", "concept"),
+    ]
+
+
+def test_a_hyphenated_word_in_ly_is_an_adjective():
+    found = names(mentions_of("Kestrel is the new, buoy-friendly protocol.", extractors=(extraction.concept_mentions,)))
+    assert found == [("Kestrel", "concept"), ("buoy-friendly protocol", "concept"), ("protocol", "concept")]
+
+
+def test_a_gerund_coordinated_with_a_verb_gerund_is_a_verb():
+    found = names(mentions_of(
+        "It guards gauges by adding the tide marks to tables and checking readings for errors. "
+        "Erosion is caused by wind, flowing water and moving ice.",
+        extractors=(extraction.concept_mentions,),
+    ))
+    assert ("checking readings", "concept") not in found and ("readings", "concept") in found
+    assert ("flowing water", "concept") in found and ("moving ice", "concept") in found
+
+
+def test_an_acronym_after_a_common_noun_heads_a_compound():
+    found = names(mentions_of("Buoys keep a station ID and send the gauge URL to Kestrel."))
+    assert ("station ID", "concept") in found and ("gauge URL", "concept") in found
+    # The acronym is no name of its own there (a head of three letters or more is still
+    # the compound's head mention, as "tables" is of "tide tables").
+    assert ("ID", "name") not in found
+
+
+def test_this_class_is_no_name_for_the_module_a_page_documents():
+    mentions = mentions_of("This module holds relays. This class is a subclass of `Relay`.", title="tidepool — Tides")
+    assert [(m.surface, m.name) for m in mentions if m.antecedent] == [("This module", "tidepool")]
+
+
+def test_a_code_span_before_a_word_is_a_noun_phrase_so_the_word_may_be_its_verb():
+    found = names(mentions_of(":func:`tide.read` returns a gauge tuple. Then `ebb` returns a buoy.", extractors=(extraction.concept_mentions,)))
+    assert ("returns", "concept") not in found and ("gauge tuple", "concept") in found and ("buoy", "concept") in found
+
+
+def test_a_literal_value_in_code_font_is_no_entity():
+    found = names(mentions_of("Default: `False`. Set ``TIDE_CACHE`` to ``None`` or :const:`True`."))
+    assert found == [("TIDE_CACHE", "code")]
+
+
+def test_a_leading_adverb_compound_is_trimmed_like_a_common_adjective():
+    found = names(mentions_of("Buoys send highly-optimised readings to a newly-created relay.", extractors=(extraction.concept_mentions,)))
+    assert found == [("buoys", "concept"), ("readings", "concept"), ("relay", "concept")]

@@ -137,7 +137,7 @@ def test_trigger_lead_words_skip_only_word_starts_where_nothing_matches():
     texts = [p.read_text() for p in sorted((root / "sample-corpus").rglob("*.*"))]
     texts += [p.read_text() for p in sorted((root / "tests" / "golden").glob("*.yaml"))]
     phrases = [
-        "A is used by B", "A uses B", "A is based on B", "A is required by B", "A depends on B", "A is part of B",
+        "A is used by B", "A uses B", "A is based on B", "A is implemented with B", "A is backed by B", "A is required by B", "A depends on B", "A is part of B",
         "A is bundled in B", "A found in B", "A appears in B", "A contains B", "A integrates with B", "A is compatible with B", "A is supported by B", "A supports B", "A is configured via B",
         "A is maintained by B", "B maintains A", "A is originally defined in B", "A defines B", "A provides B",
         "A is a kind of B", "A is a subclass of B", "A is one of the B", "A is a B", "A, a B", "A such as B",
@@ -186,6 +186,10 @@ def test_a_negated_trigger_states_no_relation():
         ("Basin is an instance of Store.", [("Basin", "is_a", "Store", 0.85, 1.0)]),
         ("Heron inherits from Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
         ("Heron is derived from Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
+        # Plural subjects: "are instances of", "are kinds of".
+        ("Then gauges are instances of Store.", [("gauges", "is_a", "Store", 0.85, 1.0)]),
+        ("Then Heron is a sub-class of Store.", [("Heron", "is_a", "Store", 0.85, 1.0)]),
+        ("Then relays are kinds of Store.", [("relays", "is_a", "Store", 0.85, 1.0)]),
         # The trigger's own word named as a thing is no trigger: "the build and packaging system".
         ("Kestrel is the original build and packaging system.", [
             ("Kestrel", "is_a", "build", 0.6, 0.87), ("Kestrel", "is_a", "packaging system", 0.6, 0.87),
@@ -438,3 +442,117 @@ def test_based_on_is_use_and_compatible_with_integrates():
         [("Basin", "uses", "Heron", 0.7, 1.0)], [("Basin", "located_in", "Lisbon", 0.8, 1.0)],
         [("Basin", "integrates_with", "Heron", 0.7, 1.0)],
     ]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Then Basin is implemented with Heron.", [("Basin", "uses", "Heron", 0.75, 1.0)]),
+        ("Then Basin is written in Kestrel.", [("Basin", "uses", "Kestrel", 0.75, 1.0)]),
+        ("Then Basin is backed by Heron.", [("Basin", "uses", "Heron", 0.7, 1.0)]),
+        # A participle after a describing noun is said of the named thing, code or not.
+        ("Then Heron, a small relay implemented with the Kestrel toolkit, is here.", [
+            ("Heron", "is_a", "relay", 0.55, 0.87), ("Heron", "uses", "Kestrel", 0.75, 0.87),
+        ]),
+        # Written by someone is still ownership.
+        ("Then Basin is written by Heron.", [("Basin", "owned_by", "Heron", 0.8, 1.0)]),
+    ],
+)
+def test_what_a_thing_is_implemented_with_or_backed_by_it_uses(text, expected):
+    assert candidates(text, relations.pattern_relations) == expected
+
+
+def test_a_comma_closing_an_opening_clause_ends_no_list_of_subjects():
+    text = "Since the relays require the tide table, `Basin` must appear in `STATIONS`."
+    assert candidates(text, relations.pattern_relations) == [
+        ("relays", "depends_on", "tide table", 0.85, 0.87), ("Basin", "part_of", "STATIONS", 0.7, 0.87),
+    ]
+
+
+def test_coordinate_adjectives_before_a_category():
+    assert candidates("Then Kestrel is the new, buoy-friendly protocol.", relations.pattern_relations) == [
+        ("Kestrel", "is_a", "buoy-friendly protocol", 0.6, 0.87),
+    ]
+    # A comma after anything but adjectives still ends the phrase.
+    assert candidates("Then Kestrel is, however, the protocol.", relations.pattern_relations) == []
+
+
+def test_a_coordination_skips_a_parenthesis_and_kind_words_beside_code():
+    found = candidates(
+        "This module provides :class:`Tide` objects (the :class:`Tide` class) and the functions :func:`ebb`, :func:`flow`.",
+        relations.pattern_relations, title="tidepool — Tides",
+    )
+    assert found == [
+        ("tidepool", "defines", "Tide", 0.7, 1.0), ("tidepool", "defines", "ebb", 0.7, 1.0),
+        ("tidepool", "defines", "flow", 0.7, 1.0),
+    ]
+    found = candidates("Then Estuary is specified by RFC 9999 (which obsoletes RFC 8888) and by ECMA-999.", relations.pattern_relations)
+    assert ("ECMA-999", "defines", "Estuary", 0.8, 1.0) in found and ("RFC 8888", "defines", "Estuary", 0.8, 1.0) not in found
+
+
+def test_what_is_added_to_a_thing_is_part_of_it():
+    assert candidates(
+        "Adds the `station` attribute, naming the nearest buoy, to every `TideReading` object.", relations.pattern_relations,
+    ) == [("station", "part_of", "TideReading", 0.75, 1.0)]
+    assert candidates("It guards gauges by appending the tide marks to Basin tables.", relations.pattern_relations) == [
+        ("tide marks", "part_of", "Basin tables", 0.75, 1.0),
+    ]
+    assert candidates("Then Heron never adds tide marks to Basin.", relations.pattern_relations) == []
+
+
+def test_typed_relations_reach_the_database(tmp_path):
+    """The rules above, through the whole pipeline: extraction, linking and refinement."""
+    from llm_graphrag.db import open_database
+    from llm_graphrag.extract import extract_and_link
+    from llm_graphrag.schema import set_setting
+
+    db = open_database(tmp_path / "graphrag.db")
+    set_setting(db, "extract", {"ner": "off"})
+    text = (
+        "Heron is a relay. The `Heron` class adds the `tide` attribute, naming the buoy, to every `Reading` object. "
+        "Heron is implemented with Kestrel. So Heron currently supports two formats: Parquet and Avro."
+    )
+    with db.atomic():
+        db["docs"].insert({"id": 1, "path": "/docs/heron.md", "title": "Heron", "hash": "h1"})
+        db["chunks"].insert({"doc_id": 1, "seq": 0, "content": text})
+    extract_and_link(db)
+    found = set(db.execute(
+        "select s.name, r.rel, d.name from relations r join entities s on s.id = r.src_id "
+        "join entities d on d.id = r.dst_id where r.rel != 'related_to'"
+    ).fetchall())
+    assert {("tide", "part_of", "Reading"), ("Heron", "uses", "Kestrel")} <= found
+    # integrates_with is symmetric: stored either way round.
+    for other in ("Parquet", "Avro"):
+        assert ("Heron", "integrates_with", other) in found or (other, "integrates_with", "Heron") in found
+
+
+def test_a_list_of_indefinite_noun_phrases_holds_no_apposition():
+    text = "Then x may be either a gauge, a relay, a buoy or a tide table."
+    assert [c for c in candidates(text, relations.pattern_relations) if c[1] == "is_a"] == []
+    # A name before the comma still opens an apposition.
+    assert candidates("It holds the sources for Basin, a message broker.", relations.pattern_relations) == [
+        ("Basin", "is_a", "message broker", 0.55, 1.0),
+    ]
+
+
+def test_a_plural_copula_before_an_adverb_names_no_category():
+    assert candidates("Then tide tables are highly gauge dependent.", relations.pattern_relations) == []
+    assert candidates("Then tide tables are now buoy records.", relations.pattern_relations) == []
+    assert candidates("Then tide tables are buoy records.", relations.pattern_relations) == [
+        ("tide tables", "is_a", "buoy records", 0.6, 1.0),
+    ]
+
+
+def test_a_plural_verb_before_a_code_span_is_a_verb_not_a_noun():
+    assert candidates("Then `Heron` supports `Kestrel`. The modern relay requires :class:`Tide`.", relations.pattern_relations) == [
+        ("Heron", "integrates_with", "Kestrel", 0.7, 1.0), ("relay", "depends_on", "Tide", 0.85, 1.0),
+    ]
+
+
+def test_names_counted_after_there_are_and_a_comma_are_each_one():
+    assert candidates("There are only two relays, `Heron` and `Egret`.", relations.pattern_relations) == [
+        ("Heron", "is_a", "relays", 0.6, 1.0), ("Egret", "is_a", "relays", 0.6, 1.0),
+    ]
+    # Uncounted, or not opened by "there are", a comma lists nothing of the kind.
+    assert candidates("There are relays, `Heron` and `Egret`.", relations.pattern_relations) == []
+    assert candidates("Basin reads two relays, `Heron` and `Egret`.", relations.pattern_relations) == []
