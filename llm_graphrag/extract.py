@@ -94,9 +94,10 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     found = _ExtractedCache()
     # A bulk run's triggers stay out through the rounds after it too (``_again_rounds``): those
     # rewrite a third of the documents, and row by row full-text indexing cost them more
-    # than the links; the indexes are rebuilt once, when the last round is done.
+    # than the links; the indexes are rebuilt once, when the last round is done. Garbage
+    # is collected once too, not after each round (each walked what ``found`` keeps).
     bulk = bool(pending or unfinished) and _is_bulk(db, pending, unfinished)
-    with triggers_deferred(db, DEFERRED_TRIGGERS) if bulk else contextlib.nullcontext():
+    with parallel.gc_paused(), triggers_deferred(db, DEFERRED_TRIGGERS) if bulk else contextlib.nullcontext():
         if pending or unfinished:
             totals, again = _run(db, pending, settings, progress, workers, unfinished, found, triggers_out=bulk)
             again = sorted(set(again) | set(left_again))
