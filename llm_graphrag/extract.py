@@ -92,12 +92,18 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
         return {"mentions": 0, "entities_new": 0, "relations": 0}
     last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
     found = _ExtractedCache()
-    if pending or unfinished:
-        totals, again = _run(db, pending, settings, progress, workers, unfinished, found)
-        again = sorted(set(again) | set(left_again))
-    else:
-        totals, again = {"relations": 0}, left_again
-    _again_rounds(db, again, settings, workers, found)
+    # A bulk run's triggers stay out through the rounds after it too (``_again_rounds``): those
+    # rewrite a third of the documents, and row by row full-text indexing cost them more
+    # than the links; the indexes are rebuilt once, when the last round is done. Garbage
+    # is collected once too, not after each round (each walked what ``found`` keeps).
+    bulk = bool(pending or unfinished) and _is_bulk(db, pending, unfinished)
+    with parallel.gc_paused(), triggers_deferred(db, DEFERRED_TRIGGERS) if bulk else contextlib.nullcontext():
+        if pending or unfinished:
+            totals, again = _run(db, pending, settings, progress, workers, unfinished, found, triggers_out=bulk)
+            again = sorted(set(again) | set(left_again))
+        else:
+            totals, again = {"relations": 0}, left_again
+        _again_rounds(db, again, settings, workers, found, triggers_out=bulk)
     # What is stored once refined: the documents' mentions, and the entities made.
     doc_ids = [p[0] for p in pending]
     totals["mentions"] = db.execute(
@@ -113,16 +119,18 @@ AGAIN_ROUNDS = 3  # how many times documents linked before may be extracted agai
 AGAIN_SETTING = "extraction_again"
 
 
-def _again_rounds(db, again, settings, workers, found=None):
+def _again_rounds(db, again, settings, workers, found=None, triggers_out=False):
     """Extract ``again`` documents again, and those that finds, ``AGAIN_ROUNDS`` times at most
     (what ``found`` kept of them is linked again, not extracted again). A round that links
     them as they were and finds the same documents again has reached where they stay: the
-    next would do the same."""
+    next would do the same. ``triggers_out``: the caller has suspended ``DEFERRED_TRIGGERS``."""
     for _ in range(AGAIN_ROUNDS):
         if not again:
             break
         before = _links(db, again)
-        _, after = _run(db, _pending(db, again, True), settings, None, workers, found=found, relink=True)
+        _, after = _run(
+            db, _pending(db, again, True), settings, None, workers, found=found, relink=True, triggers_out=triggers_out,
+        )
         if after == again and _links(db, again) == before:
             break
         again = after
@@ -140,22 +148,23 @@ def _links(db, doc_ids):
     ).fetchall()
 
 
-def _run(db, pending, settings, progress, workers, unfinished=None, found=None, relink=False):
+def _run(db, pending, settings, progress, workers, unfinished=None, found=None, relink=False, triggers_out=False):
     """Extract, link and refine the ``pending`` documents; returns their totals and the
     documents to extract again (``_misplaced_generic``, ``_lost_heads``). ``unfinished``:
     the run a process that died left (``RUN_SETTING``), refined with this one. ``relink``:
     the documents are stored ones linked again (``_again_rounds``): only the entities
-    whose row or mentions that changes are named again (``_naming_rows``)."""
+    whose row or mentions that changes are named again (``_naming_rows``). ``triggers_out``:
+    the caller has suspended ``DEFERRED_TRIGGERS`` (a bulk run does, see ``_is_bulk``)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(parallel.gc_paused())
-        bulk = len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)) or bool(unfinished and unfinished["bulk"])
+        bulk = _is_bulk(db, pending, unfinished)
         doc_ids = [p[0] for p in pending]
         refined = sorted(set(doc_ids) | set(unfinished["doc_ids"] if unfinished else ()))
         last_entity = db.execute("select coalesce(max(id), 0) from entities").fetchone()[0]
         if unfinished:  # the entities the dead run made count as this run's
             last_entity = min(last_entity, unfinished.get("last_entity", last_entity))
         set_setting(db, RUN_SETTING, {"bulk": bulk, "doc_ids": refined, "last_entity": last_entity})
-        if bulk:
+        if bulk and not triggers_out:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         named_before = _naming_rows(db, doc_ids) if relink and not unfinished else None
         # Names these documents had before an ingest took them back: valid for this run
@@ -313,6 +322,13 @@ DEFERRED_TRIGGERS = {
     "relation_evidence": (EVIDENCE_TRIGGER,),
     "embeddings": (VECTOR_INSERT_TRIGGER + "entities", VECTOR_INSERT_TRIGGER + "facts"),
 }
+
+
+def _is_bulk(db, pending, unfinished=None):
+    """Whether a run of ``pending`` documents is bulk: at least as many as were extracted
+    before (or finishing a bulk run that died). It refines the whole graph and suspends
+    ``DEFERRED_TRIGGERS``."""
+    return len(pending) >= max(parallel.MIN_ITEMS, _extracted_count(db)) or bool(unfinished and unfinished["bulk"])
 
 
 def _extracted_count(db):
