@@ -495,8 +495,9 @@ def _absorbing(db, linker, created, returning=frozenset(), run_docs=()):
     """Documents that mention, under a name of its own, an entity that a near-identical
     name would now take (``Linker.best_fuzzy``): one this run made or gave mentions of its
     own to ("Package Index" once "Python Package Index" came), or one this run made that
-    an older name takes. Linked again, their mentions go to it, as in a clean ingest
-    where every name is in when they are linked.
+    an older name takes (which takes no other name's: linked again, its own mentions go
+    to that name). Linked again, their mentions go to it, as in a clean ingest where every
+    name is in when they are linked.
 
     A name in ``returning`` (``(norm, type)``) had mentions of its own before an ingest
     took back the documents this run links, and nothing was linked meanwhile: the other
@@ -508,10 +509,13 @@ def _absorbing(db, linker, created, returning=frozenset(), run_docs=()):
         if not linker.is_root(entity):
             continue
         into = absorbed_here if (entity.norm, entity.type) in returning else absorbed
-        into.update(other.id for other in linker.absorbed_by(entity))
         probe = linker.probe(entity)
         if linker.best_fuzzy(probe, linker.fuzzy_candidates(probe)) is not None:
+            # Taken by an older name: linked again, its mentions go there, so it takes no
+            # other name's (a clean ingest never makes it).
             into.add(entity.id)
+            continue
+        into.update(other.id for other in linker.absorbed_by(entity))
     docs = set()
     for ids, within in ((absorbed, None), (absorbed_here - absorbed, run_docs)):
         if ids:
