@@ -167,8 +167,8 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
         if bulk and not triggers_out:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         named_before = _naming_rows(db, doc_ids) if relink and not unfinished else None
-        # Names these documents had before an ingest took them back: valid for this run
-        # only when it links right after that ingest's releases (``returning_roots``).
+        # Names these documents had before an ingest took them back, taken by every run:
+        # only the one that links right after that ingest's releases may use them.
         returning = take_returning_roots(db)
         if relink or unfinished:
             returning = set()
@@ -529,8 +529,9 @@ def _absorbing(db, linker, created, returning=frozenset(), run_docs=()):
 # Names with mentions of their own in documents an ingest takes back to extract again
 # (``ingest.release_extraction`` with ``refine=False``), ``(norm, type)``: kept in a
 # temporary table of the ingest's connection for the run that links those documents
-# next (``_absorbing``), and dropped by any run. Only an ingest makes the table
-# (``returning_roots``), so a process that dies loses it and its next run looks wider.
+# next (``_absorbing``). Every run takes them (``take_returning_roots``), so a run that
+# links anything between the two leaves none. Only an ingest makes the table
+# (``returning_roots``): a process that dies loses it, and its next run looks wider.
 RETURNING_TABLE = "graphrag_returning_roots"
 
 

@@ -491,10 +491,10 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     between = masked[position : first.start]
     if gap > MAX_GAP_WORDS or re.search(r"[;:.()]", between) or _CLAUSE_BREAK.search(between):
         return result
-    if "," in between and not _ADJECTIVE_SERIES.fullmatch(between) or "," in between and not all(
-        word_class(w.lower()) == "adj" for w in between.replace(",", " ").split()
+    if "," in between and not (
+        _ADJECTIVE_SERIES.fullmatch(between) and all(word_class(w.lower()) == "adj" for w in between.replace(",", " ").split())
     ):
-        return result  # only coordinate adjectives: "is the new, asynchronous-friendly standard"
+        return result  # a comma parts only coordinate adjectives: "is the new, asynchronous-friendly standard"
     if first.type == "concept" and " " not in first.name and i + 1 < len(group):
         following = group[i + 1]
         if following.type != "concept" and not masked[first.end : following.start].strip():
