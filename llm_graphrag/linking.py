@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .extraction import GENERIC_TYPES, TYPE_PRIORITY, normalize
+from .extraction import GENERIC_TYPES, TYPE_PRIORITY, normalize, word_class
 
 FUZZY_TYPES = frozenset({"name", "term", "PERSON", "ORG", "GPE", "PRODUCT"})
 WEIGHTS = {"cosine": 0.45, "string": 0.25, "type": 0.15, "context": 0.10, "popularity": 0.05}
@@ -160,6 +160,26 @@ def own_name(entity):
     return min(own, key=lambda n: (key_text(n), n)) if own else entity.name
 
 
+# Word classes (``extraction.word_class``) a fuller name may add to a name and still name
+# the same thing: nouns, proper ones among them ("Python" Package Index), and function
+# words and letters ("The", "D.": ``word_class`` puts both among its stop words).
+NAME_WORD_CLASSES = frozenset({"noun", "ambiguous", "stop"})
+
+
+def one_thing(a, b):
+    """Whether two names sharing most of their words (``key_text`` words, in order) may be
+    one thing's: the same head (last) word, with the same words or only nouns, letters or
+    function words beside it ("Package Index" and "The Python Package Index", "Raymond
+    Hettinger" and "Raymond D. Hettinger"). Another head names another thing ("string
+    formatting" is no "formatted string", "asynchronous generator expression" no
+    "asynchronous generator"), and an adjective a narrower kind ("standard format
+    specifier", "new C APIs"). A function of the two names alone, as ``Linker.best_fuzzy``
+    needs."""
+    if not a or not b or a[-1] != b[-1]:
+        return False
+    return all(word_class(w) in NAME_WORD_CLASSES for w in set(a) ^ set(b))
+
+
 def fuzzy_order(norm):
     """Which of two near-identical names a mention of the other may link to: the one
     first in this order (the longer, the fuller name, then alphabetical), so two names
@@ -247,18 +267,23 @@ class Linker:
         return [e for e in self.by_norm.get(mention.norm, ()) if compatible(mention.type, e.type)]
 
     def fuzzy_candidates(self, mention):
-        """Entities within edit distance 1 of the norm, or sharing ≥ 60% of the words."""
+        """Entities within edit distance 1 of the norm, or sharing ≥ 60% of the words,
+        that may name the same thing (``one_thing``; a spelling variant of as many words
+        may: "Pyhton Package Index")."""
         if mention.type not in FUZZY_TYPES:
             return []
         found = set()
         norm = mention.norm
+        words = _tokens(mention.name)
         if len(norm) >= 5:
             for variant in self._deletions(norm):
                 for entity_id in self.deletes.get(variant, ()):
                     entity = self.entities.get(entity_id)
                     if entity and edit_distance_at_most_one(norm, entity.norm):
-                        found.add(entity_id)
-        tokens = set(_tokens(mention.name))
+                        other = entity.key.split()
+                        if len(other) == len(words) or one_thing(words, other):
+                            found.add(entity_id)
+        tokens = set(words)
         if len(tokens) > 1:
             counts = {}
             for token in tokens:
@@ -269,8 +294,7 @@ class Linker:
                     counts[entity_id] = counts.get(entity_id, 0) + 1
             for entity_id, shared in counts.items():
                 entity = self.entities[entity_id]
-                other = entity.tokens
-                if shared / len(tokens | other) >= JACCARD_MIN:
+                if shared / len(tokens | entity.tokens) >= JACCARD_MIN and one_thing(words, entity.key.split()):
                     found.add(entity_id)
         result = []
         for entity_id in found:

@@ -1,13 +1,15 @@
 import numpy as np
 import pytest
 
-from llm_graphrag.extraction import Mention
+from llm_graphrag.extraction import Mention, normalize
 from llm_graphrag.linking import (
     Entity,
     Linker,
     compatible,
     edit_distance_at_most_one,
     entity_text,
+    key_text,
+    one_thing,
     string_similarity,
     type_order,
 )
@@ -128,6 +130,31 @@ def test_fuzzy_links_go_one_way_whichever_name_came_first():
     assert linker.absorbed_by(fuller) == [linker.entities[1]]
     assert linker.link(mention("Package Index")) == (fuller, round(0.45 + 0.25 * 2 / 3 + 0.15, 4), False)
     assert linker.absorbed_by(linker.entities[1]) == []
+
+
+@pytest.mark.parametrize(
+    "fuller,name,links",
+    [
+        ("Raymond D. Hettinger", "Raymond Hettinger", True),  # an initial
+        ("Python Package Index", "Package Index", True),  # a name
+        ("The Python Package Index", "Python Package Index", True),  # an article
+        ("Python Packaging User's Guide", "Python Packaging User Guide", True),
+        ("asynchronous generator expression", "asynchronous generator", False),  # another head
+        ("string formatting", "formatted string", False),  # the same words, another head
+        ("Task B", "Tasks", False),  # one edit apart, another head
+        ("standard format specifier", "format specifier", False),  # a narrower kind
+        ("new C APIs", "C API", False),
+    ],
+)
+def test_a_fuller_name_takes_only_a_name_of_the_same_thing(fuller, name, links):
+    """Near-identical names (edit distance 1 or most words shared) link only when they may
+    name one thing (``one_thing``): the same head word, with nouns, letters or function
+    words added, not adjectives; every score here would pass the threshold."""
+    embedder = FakeEmbedder({"*": [1.0, 0.0]})
+    linker = Linker([Entity(1, "term", fuller, normalize(fuller), [fuller])], embedder=embedder, next_id=2)
+    entity, _, created = linker.link(mention(name, type="term"))
+    assert (entity.id == 1, created) == (links, not links)
+    assert one_thing(key_text(fuller).split(), key_text(name).split()) is links
 
 
 def test_fuzzy_scores_read_names_not_what_an_entity_gathered():
