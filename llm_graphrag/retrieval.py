@@ -112,11 +112,6 @@ class RetrievalOptions:
     # (1.0, 0.0): off.
     coverage_base: float = 1.0
     coverage_slope: float = 0.0
-    # Question coverage (graph mode): a fused chunk below the kept ones, among the first
-    # coverage_depth, scores question_coverage times its share of the idf weight of the
-    # question's words on top of its relevance. 0: off.
-    question_coverage: float = 0.0
-    coverage_depth: int = 30
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -234,8 +229,6 @@ class _Query:
         self._total_chunks = None
         self._wanted = {}
         self._idfs = {}
-        self.coverage = {}  # chunk id -> its share of the question's idf weight
-        self._kept = set()
 
     # -- first hop ------------------------------------------------------------------
 
@@ -342,7 +335,16 @@ class _Query:
         total = sum(weights.values())
         if total <= 0:
             return {c: 0.5 for c in chunk_ids}
-        held = self._holding(weights, chunk_ids)
+        held = dict.fromkeys(chunk_ids, 0.0)
+        ids = json.dumps(list(chunk_ids))
+        for word, weight in weights.items():
+            for (chunk_id,) in self.conn.execute(
+                "select rowid from chunks_fts where chunks_fts match ? "
+                "and rowid in (select value from json_each(?))",
+                [fts_match([word]), ids],
+            ):
+                if chunk_id in held:
+                    held[chunk_id] += weight
         return {c: held[c] / total for c in chunk_ids}
 
     def _word_idf(self, word):
@@ -617,14 +619,8 @@ class _Query:
                 + weights["graph"] * self.bridge.get(c, 0.0)
                 for c in set(self.relevance) | set(self.bridge)
             }
-            if options.mode == "graph" and options.question_coverage:
-                self._add_question_coverage(scores)
-            if (weights["graph"] and self.paths) or self.coverage:
-                floor = self._keep_places(scores, weights)
-                if self.coverage:
-                    self._below_floor(scores, floor)
-                if weights["graph"] and self.paths:
-                    self._below_seeds(scores, floor)
+            if weights["graph"] and self.paths:
+                self._below_seeds(scores, self._keep_places(scores, weights))
         ranked = sorted(scores, key=lambda c: (-scores[c], c))[: options.k]
         rows = self._chunk_rows(ranked)
         chunks, explanations = [], []
@@ -682,11 +678,6 @@ class _Query:
             rank, score = self.vector[chunk_id]
             signals["semantic"] = {"rank": rank + 1, "score": round(score, 6)}
         signals["relevance"] = round(self.relevance.get(chunk_id, 0.0), 6)
-        if chunk_id in self.coverage:
-            signals["question_coverage"] = {
-                "share": round(self.coverage[chunk_id], 3),
-                "weight": self.options.question_coverage,
-            }
         if path:
             signals["graph"] = {
                 "bridge": round(self.bridge[chunk_id], 6),
@@ -705,61 +696,14 @@ class _Query:
         lowest of their scores."""
         options = self.options
         floor = None
-        self._kept = set()
         for position, chunk_id in enumerate(self.order):
             if position >= options.keep_top and self.relevance[chunk_id] < options.keep_relevance:
                 break
             scores[chunk_id] = weights["semantic"] * self.relevance[chunk_id]
             self.paths.pop(chunk_id, None)
             self.bridge.pop(chunk_id, None)
-            self.coverage.pop(chunk_id, None)
-            self._kept.add(chunk_id)
             floor = scores[chunk_id]
         return floor
-
-    def _below_floor(self, scores, floor):
-        """Nothing outside the kept chunks reaches ``floor``: a chunk raised to it or above
-        (by its question coverage) ranks just below, the order among those kept."""
-        if floor is None:
-            return
-        over = [c for c, score in scores.items() if score >= floor and c not in self._kept]
-        over.sort(key=lambda c: (-scores[c], c))
-        for position, chunk_id in enumerate(over):
-            scores[chunk_id] = floor - 1e-6 * (position + 1)
-
-    def _add_question_coverage(self, scores):
-        """Add ``question_coverage`` x share to the score of each of the first
-        ``coverage_depth`` fused chunks, its share of the idf weight of the question's
-        words (a chunk holding more of what the question asks is more often a fact it
-        needs); the kept chunks are reset by ``_keep_places``."""
-        options = self.options
-        ids = self.order[: options.coverage_depth]
-        if not ids or not self.words:
-            return
-        weights = {w: self._word_idf(w) for w in self.words}
-        total = sum(weights.values())
-        if total <= 0:
-            return
-        held = self._holding(weights, ids)
-        for chunk_id in ids:
-            self.coverage[chunk_id] = held[chunk_id] / total
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + options.question_coverage * self.coverage[chunk_id]
-
-    def _holding(self, weights, chunk_ids):
-        """``{chunk_id: summed weight}`` of the words of ``weights`` each chunk holds."""
-        held = dict.fromkeys(chunk_ids, 0.0)
-        ids = json.dumps(list(chunk_ids))
-        for word, weight in weights.items():
-            if weight <= 0:
-                continue
-            for (chunk_id,) in self.conn.execute(
-                "select rowid from chunks_fts where chunks_fts match ? "
-                "and rowid in (select value from json_each(?))",
-                [fts_match([word]), ids],
-            ):
-                if chunk_id in held:
-                    held[chunk_id] += weight
-        return held
 
     def _below_seeds(self, scores, floor=None):
         """A chunk reached from a seed ranks below that seed (and below ``floor``), in
