@@ -106,6 +106,13 @@ class RetrievalOptions:
     relation_roots: int = 3  # bridge entities whose relations are traversed
     relation_targets: int = 10  # related entities followed to their chunks
     snippet_chars: int = 240
+    # Pair coverage: a candidate's gain times coverage_base + coverage_slope * share, its
+    # share of the weight (idf) of the question words its seed lacks (0.5 when the seed
+    # lacks none): a partner that supplies what the seed misses completes the pair.
+    # (1.0, 0.0): off, the measured default (README: on, QASC R@10 both rises and R@10 any
+    # falls below hybrid's on dev-odd). The FalkorDB backend does not apply it.
+    coverage_base: float = 1.0
+    coverage_slope: float = 0.0
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -222,6 +229,7 @@ class _Query:
         self._query_vector = None
         self._total_chunks = None
         self._wanted = {}
+        self._idfs = {}
 
     # -- first hop ------------------------------------------------------------------
 
@@ -303,12 +311,52 @@ class _Query:
             if not candidates:
                 continue
             ranked = self._rank_candidates(seed, candidates, term_scores)[: options.bridge_pool]
+            shares = self._coverage_shares(seed, [c for c, _ in ranked])
             for rank, (chunk_id, path) in enumerate(ranked):
                 gain = confidence * options.bridge_decay**rank * path["factor"]
+                if chunk_id in shares:
+                    path = dict(path, coverage=shares[chunk_id])
+                    gain *= options.coverage_base + options.coverage_slope * shares[chunk_id]
                 self.bridge[chunk_id] = self.bridge.get(chunk_id, 0.0) + gain
                 best = self.paths.get(chunk_id)
                 if best is None or gain > best["gain"]:
                     self.paths[chunk_id] = dict(path, gain=gain, seed=seed, rank=rank)
+
+    def _coverage_shares(self, seed, chunk_ids):
+        """``{chunk_id: share}``: each chunk's share of the idf weight of the question words
+        ``seed`` lacks (0.5 for every chunk when it lacks none). Empty when off."""
+        if not self.options.coverage_slope or not chunk_ids or not self.words:
+            return {}
+        row = self.conn.execute("select content from chunks where id = ?", [seed]).fetchone()
+        seed_lemmas = {_lemma(w) for w in query_words(row[0] if row else "")}
+        missing = [w for w in self.words if _lemma(w) not in seed_lemmas]
+        if not missing:
+            return {c: 0.5 for c in chunk_ids}
+        weights = {w: self._word_idf(w) for w in missing}
+        total = sum(weights.values())
+        if total <= 0:
+            return {c: 0.5 for c in chunk_ids}
+        held = dict.fromkeys(chunk_ids, 0.0)
+        ids = json.dumps(list(chunk_ids))
+        for word, weight in weights.items():
+            for (chunk_id,) in self.conn.execute(
+                "select rowid from chunks_fts where chunks_fts match ? "
+                "and rowid in (select value from json_each(?))",
+                [fts_match([word]), ids],
+            ):
+                if chunk_id in held:
+                    held[chunk_id] += weight
+        return {c: held[c] / total for c in chunk_ids}
+
+    def _word_idf(self, word):
+        """The inverse document frequency of ``word`` in the chunks (once per query)."""
+        cache = self._idfs
+        if word not in cache:
+            count = self.conn.execute(
+                "select count(*) from chunks_fts where chunks_fts match ?", [fts_match([word])]
+            ).fetchone()[0]
+            cache[word] = self._idf(count) if count else 0.0
+        return cache[word]
 
     def _match_query_entities(self):
         """Entities whose normalized name is a 1-3 word n-gram of the question."""
@@ -638,6 +686,8 @@ class _Query:
                 "fit": round(path.get("fit", 0.0), 3),
                 "seed_rank": path["rank"] + 1,
             }
+            if "coverage" in path:
+                signals["graph"]["coverage"] = round(path["coverage"], 3)
         return signals
 
     def _keep_places(self, scores, weights):

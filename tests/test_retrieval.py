@@ -517,3 +517,29 @@ def test_a_seed_below_seed_new_relevance_brings_no_new_chunk(db):
     candidates, term_scores = state._candidates(1, fused_only=True)
     assert (sorted(candidates), term_scores) == ([1, 2], {})
     assert candidates[2]["kind"] == "entity"
+
+
+def test_pair_coverage_scales_a_candidates_gain_by_what_it_supplies(db):
+    # off by default (no coverage signal); on, a candidate's gain is times
+    # coverage_base + coverage_slope x its share of the question words its seed lacks
+    question = "What can damming a river cause in the region?"
+    options = dict(k=6, seeds=1, keep_top=1, keep_relevance=1.01)
+    plain = hybrid_query(db, question, RetrievalOptions(**options))
+    assert all("coverage" not in c["signals"].get("graph", {}) for c in plain["chunks"])
+    covered = hybrid_query(
+        db, question, RetrievalOptions(coverage_base=0.5, coverage_slope=1.0, **options)
+    )
+    before = {c["id"]: c.get("bridge") for c in plain["chunks"]}
+    bridged = [c for c in covered["chunks"] if "via" in c]
+    assert bridged
+    for chunk in bridged:
+        share = chunk["signals"]["graph"]["coverage"]
+        assert 0.0 <= share <= 1.0
+        # one seed: the bridge is the plain one times 0.5 + 1.0 x share
+        assert chunk["bridge"] == pytest.approx(before[chunk["id"]] * (0.5 + share), abs=1e-5)
+    shares = {c["id"]: c["signals"]["graph"]["coverage"] for c in bridged}
+    # the seed, chunk 2 (fused first: it holds 'cause' and 'region'), lacks 'damming' and
+    # 'river': chunk 1 holds both, the others neither
+    assert covered["chunks"][0]["id"] == 2
+    assert shares[1] == 1.0
+    assert all(share == 0.0 for chunk_id, share in shares.items() if chunk_id != 1)
