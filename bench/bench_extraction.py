@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import importlib
 import json
+import logging
 import os
 import pathlib
 import resource
@@ -41,6 +42,19 @@ from llm_graphrag.extraction import normalize  # noqa: E402
 from llm_graphrag.schema import set_setting  # noqa: E402
 
 CORPUS = pathlib.Path("/usr/share/doc/python3.11/html/_sources")
+
+
+class AgainRounds(logging.Handler):
+    """Collects how many documents each again round of ``extract_and_link`` linked again
+    (``extract``'s log: documents linked before a fuller name came, and the like)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.counts = []
+
+    def emit(self, record):
+        if record.msg.startswith("again round"):
+            self.counts.append(record.args[1])
 GOLDEN = ROOT / "tests" / "golden"
 
 
@@ -144,7 +158,7 @@ def bench_speed(runs, limit, compare):
     files = sorted(CORPUS.rglob("*.rst.txt"))[: limit or None]
     if not files:
         sys.exit(f"No corpus at {CORPUS}: apt-get install -y python3.11-doc")
-    timings, cpu, worker_cpu, single, calibration = [], [], [], [], []
+    timings, cpu, worker_cpu, single, calibration, linked_again = [], [], [], [], [], []
     for run in range(runs):
         if compare:
             single.append(one_process_seconds(files))
@@ -158,9 +172,15 @@ def bench_speed(runs, limit, compare):
                 embedder_for(db).encode(["warm up"])
             calibration.append(calibration_ms())
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            rounds = AgainRounds()
+            logger = logging.getLogger("llm_graphrag.extract")
+            logger.addHandler(rounds)
+            logger.setLevel(logging.INFO)
             start, cpu_start = time.perf_counter(), time.process_time()
             result = extract_and_link(db)
             elapsed = time.perf_counter() - start
+            logger.removeHandler(rounds)
+            linked_again.append(rounds.counts)
             timings.append(elapsed)
             cpu.append(time.process_time() - cpu_start)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -203,6 +223,8 @@ def bench_speed(runs, limit, compare):
         # CPU seconds of all processes per second of the run: 2.0 is both cores busy
         # throughout; about 1.0 while every process had work means the machine gave one core.
         "cores_busy_per_run": [round((a + b) / t, 2) for a, b, t in zip(cpu, worker_cpu, timings)],
+        # Per run, the documents each again round linked again (``extract._again_rounds``).
+        "documents_linked_again_per_round": linked_again,
         "load_average": os.getloadavg()[0],
         "calibration_ms_per_run": calibration,
         "peak_rss_mb": round(peak_mb, 1),

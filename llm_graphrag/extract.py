@@ -15,6 +15,7 @@ import contextlib
 import datetime
 import functools
 import json
+import logging
 import os
 import re
 from collections import Counter
@@ -54,6 +55,9 @@ _DEFINITION = re.compile(
     r"\s*(?:(?:is|are|was|were)\s+(?:a|an|the|one)\b|(?:provides|implements|refers to|means|"
     r"denotes|represents|describes)\b|[:—–-]\s+\w|\()",
 )
+
+
+log = logging.getLogger(__name__)  # each again round: how many documents it links again
 
 
 def load_settings(db):
@@ -124,9 +128,10 @@ def _again_rounds(db, again, settings, workers, found=None, triggers_out=False):
     (what ``found`` kept of them is linked again, not extracted again). A round that links
     them as they were and finds the same documents again has reached where they stay: the
     next would do the same. ``triggers_out``: the caller has suspended ``DEFERRED_TRIGGERS``."""
-    for _ in range(AGAIN_ROUNDS):
+    for round_number in range(1, AGAIN_ROUNDS + 1):
         if not again:
             break
+        log.info("again round %d: %d documents linked again", round_number, len(again))
         before = _links(db, again)
         _, after = _run(
             db, _pending(db, again, True), settings, None, workers, found=found, relink=True, triggers_out=triggers_out,
