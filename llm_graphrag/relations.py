@@ -277,7 +277,7 @@ def pattern_relations(chunk, mentions, context):
                         continue
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
-        if "dd" in sentence or "ppend" in sentence or "nsert" in sentence:
+        if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if ":" in sentence or _THERE_ARE.match(sentence):
             found.extend(_colon_lists(group, masked, sentence))
@@ -624,18 +624,24 @@ def _colon_lists(group, masked, sentence):
     return found
 
 
-# "adds X to Y", "appending X to Y", "X is inserted into Y": what is added becomes part of it.
-_ADD = re.compile(r"\b(?:[Aa]dd|[Aa]ppend|[Ii]nsert)(?:s|ed|ing)?\b")
+# "adds X to Y", "appending X to Y", "X is inserted into Y": what is added becomes part of it;
+# "remove X from Y", "deleting X from Y": what is taken out of it was part of it.
+_ADD = re.compile(r"\b(?:(?:[Aa]dd|[Aa]ppend|[Ii]nsert)(?:s|ed|ing)?|(?P<out>[Rr]emov|[Dd]elet)(?:e|es|ed|ing))\b")
 _ADD_OBJECT_END = re.compile(r"\s*(?:\w+\s*)?(?:,[^,.;:()]*,\s*)?(?:to|into)\s+(?:(?:the|an?|every|each|all|any|its|their|your)\s+)?(?:\w+\s+)?$")
+_REMOVE_OBJECT_END = re.compile(r"\s*(?:\w+\s*)?(?:,[^,.;:()]*,\s*)?from\s+(?:(?:the|an?|every|each|all|any|its|their|your)\s+)?(?:\w+\s+)?$")
+# "add X to Y and Z to W": the verb left out of a second pair.
+_GAPPED_PAIR = re.compile(r"\s*,?\s*(?:and|or)\s+(?:(?:the|an?)\s+)?$")
 
 
 def _added_to(group, masked, sentence, s_start, s_end):
     """``Adds the `user` attribute, representing the user, to every `HttpRequest` object``:
-    the thing added (the verb's first object) is part of what it is added to."""
+    the thing added (the verb's first object) is part of what it is added to; so is what is
+    removed from a thing, and a second pair with the verb left out ("and Z to W")."""
     found = []
     for match in _ADD.finditer(masked, s_start, s_end):
         if _negated(masked[max(s_start, match.start() - 30) : match.end()], match.end() - match.start()):
             continue
+        object_end = _REMOVE_OBJECT_END if match.group("out") else _ADD_OBJECT_END
         rights = _rights_of(group, match.end(), masked, s_end)
         if not rights:
             continue
@@ -643,9 +649,15 @@ def _added_to(group, masked, sentence, s_start, s_end):
         after = [m for m in group if m.start >= last.end]
         if after and after[0].type == "concept" and _KIND_WORD.fullmatch(after[0].name.lower()) and not masked[last.end : after[0].start].strip():
             last, after = after[0], after[1:]  # "the `user` attribute"
-        for target in after:
-            if _ADD_OBJECT_END.fullmatch(masked, last.end, target.start):
+        for k, target in enumerate(after):
+            if object_end.fullmatch(masked, last.end, target.start):
                 for added, _ in rights:
+                    if added.norm != target.norm:
+                        found.append(RelationCandidate(added, target, "part_of", 0.75, 1.0, sentence, "patterns"))
+                if k + 2 < len(after) and _GAPPED_PAIR.fullmatch(masked, target.end, after[k + 1].start) and object_end.fullmatch(
+                    masked, after[k + 1].end, after[k + 2].start
+                ):
+                    added, target = after[k + 1], after[k + 2]
                     if added.norm != target.norm:
                         found.append(RelationCandidate(added, target, "part_of", 0.75, 1.0, sentence, "patterns"))
                 break

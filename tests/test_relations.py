@@ -500,6 +500,19 @@ def test_what_is_added_to_a_thing_is_part_of_it():
     assert candidates("Then Heron never adds tide marks to Basin.", relations.pattern_relations) == []
 
 
+def test_what_is_removed_from_a_thing_was_part_of_it():
+    assert candidates(
+        "You might as well remove the `Heron` line from `STACK` and `'tide.marks'` from your `APPS`.", relations.pattern_relations,
+    ) == [("Heron", "part_of", "STACK", 0.75, 1.0), ("'tide.marks'", "part_of", "APPS", 0.75, 1.0)]
+    assert candidates("Deleting the Kestrel relay from the Basin cluster frees a port.", relations.pattern_relations) == [
+        ("Kestrel relay", "part_of", "Basin cluster", 0.75, 1.0),
+    ]
+    assert candidates("Then add `Kestrel` to `HERONS` and `Avro` to `FORMATS`.", relations.pattern_relations) == [
+        ("Kestrel", "part_of", "HERONS", 0.75, 1.0), ("Avro", "part_of", "FORMATS", 0.75, 1.0),
+    ]
+    assert candidates("Never remove `Kestrel` from `HERONS`.", relations.pattern_relations) == []
+
+
 def test_typed_relations_reach_the_database(tmp_path):
     """The rules above, through the whole pipeline: extraction, linking and refinement."""
     from llm_graphrag.db import open_database
