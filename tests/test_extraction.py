@@ -1012,6 +1012,13 @@ def test_an_s_word_before_a_verb_is_its_subject_noun():
     ]
 
 
+def test_an_s_word_before_a_number_word_is_a_verb():
+    found = names(mentions_of("Then Basin supports two formats, and the heron lays three eggs. Kestrel uses Basin."))
+    assert found == [
+        ("Basin", "name"), ("formats", "concept"), ("heron", "concept"), ("eggs", "concept"), ("Kestrel", "concept"), ("Basin", "name"),
+    ]
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
