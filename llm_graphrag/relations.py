@@ -213,8 +213,9 @@ def pattern_relations(chunk, mentions, context):
     for index, group in groups.items():
         if len(group) < 2:
             continue
-        # Only the stretch between the first and last mention can hold a trigger.
-        for match in _TRIGGERS.finditer(masked, group[0].end, group[-1].start):
+        # Only the stretch before the last mention can hold a trigger (before the first: a
+        # participle opening the sentence, "The two supported by Django are X").
+        for match in _TRIGGERS.finditer(masked, analysis.sentences[index][0], group[-1].start):
             _, rel, weight, reverse = _COMPILED[int(match.lastgroup[1:])]
             triggers.setdefault(index, []).append((match, rel, weight, reverse))
     for index, group in groups.items():
@@ -241,6 +242,13 @@ def pattern_relations(chunk, mentions, context):
             if left is not None and not _finite(match.group()):
                 left = _described(group, left, masked)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
+            complements = None
+            if left is None and reverse and rights and not _finite(match.group()):
+                # "the two supported by Django are pylibmc and pymemcache": a participle
+                # opening its clause, then a copula; what it says is said of the complements.
+                complements = _complements(group, rights[-1][0], masked, s_start, s_end, t_start)
+                if complements:
+                    left, left_gap = complements[0], 1
             if left is None or not rights:
                 continue
             if rel != "is_a":
@@ -256,7 +264,7 @@ def pattern_relations(chunk, mentions, context):
                 rights = [r for r in rights if r[0].type == "code"]  # "created by Guido": no product
                 if not rights:
                     continue
-            if _SUPPORTS.search(match.group()):
+            if _SUPPORTS.search(match.group()) and not complements:
                 # "it only supports synchronous code": support names a relation between
                 # named things, not a property
                 rights = [r for r in rights if r[0].type not in ("concept", "version", "DATE")]
@@ -276,7 +284,7 @@ def pattern_relations(chunk, mentions, context):
             ):
                 continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
             used.add((t_start, t_end))
-            lefts = _left_list(group, left, masked, s_start) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
+            lefts = complements or _left_list(group, left, masked, s_start) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
@@ -308,6 +316,23 @@ def pattern_relations(chunk, mentions, context):
     if "\n" in chunk.text:
         found = _definitions(chunk, groups, analysis, found)
     return found
+
+
+# What may open a clause before a participle that has no noun of its own: "the two", "the only".
+_BARE_OPENING = re.compile(r"(?:^|[;:]|\b(?:and|but|while|whereas)\b)\s*(?:(?:the|these|those|its|their)\s+)?(?:only\s+|main\s+|first\s+)?(?:one|two|three|four|five|several|many|most|some|ones?)?\s*$", re.I)
+_COPULA_AFTER = re.compile(r"\s*(?:is|are|was|were)\b(?!\s+(?:not|never|also|now|still|used|\w+ed|\w+ing|\w+ly)\b)")
+
+
+def _complements(group, agent, masked, s_start, s_end, t_start):
+    """``the two supported by Django are X and Y``: the mentions a copula after the
+    participle's agent names (X, Y), when nothing but a determiner or a number opens the
+    clause before the participle; none otherwise."""
+    if not _BARE_OPENING.search(masked[s_start:t_start]):
+        return []
+    copula = _COPULA_AFTER.match(masked, agent.end)
+    if copula is None:
+        return []
+    return [m for m, _ in _rights_of(group, copula.end(), masked, s_end)]
 
 
 _OPENING = re.compile(r"\s*(?:(?:the|an?)\s+)?$", re.I)

@@ -256,7 +256,9 @@ def test_names_listed_after_a_plural_noun_and_a_colon_are_each_one():
 
 def test_no_copula_subject_after_a_preposition():
     # "the two supported by Kestrel are ...": Kestrel is not what the sentence says is X...
-    assert candidates("The two supported by Kestrel are Basin and Heron.", relations.pattern_relations) == []
+    # (what is said is that Kestrel supports them: test_a_participle_opening_its_clause_...)
+    found = candidates("The two supported by Kestrel are Basin and Heron.", relations.pattern_relations)
+    assert [c for c in found if c[1] == "is_a"] == []
     # ...but an apposition may follow a preposition.
     assert candidates("It is written by Kestrel, a data team.", relations.pattern_relations) == [
         ("Kestrel", "is_a", "data team", 0.55, 1.0),
@@ -525,6 +527,20 @@ def test_a_passive_product_points_from_its_maker():
     assert candidates("The Basin toolkit, created by Ada Lovelace, keeps tide tables.", relations.pattern_relations) == []
     assert candidates("Basin was created by Ada Lovelace.", relations.pattern_relations) == [
         ("Basin", "owned_by", "Ada Lovelace", 0.8, 1.0),
+    ]
+
+
+def test_a_participle_opening_its_clause_is_said_of_the_copulas_complements():
+    assert candidates("The two supported by Kestrel are Basin and Heron.", relations.pattern_relations) == [
+        ("Kestrel", "integrates_with", "Basin", 0.7, 0.87), ("Kestrel", "integrates_with", "Heron", 0.7, 0.87),
+    ]
+    assert candidates(
+        "There are several tide bindings; the only ones used by Kestrel are `basin` and `heron`.", relations.pattern_relations,
+    ) == [("Kestrel", "uses", "basin", 0.8, 0.87), ("Kestrel", "uses", "heron", 0.8, 0.87)]
+    # A noun of its own before the participle, or a denial: nothing for the complements.
+    assert candidates("Those supported by Kestrel are not Basin.", relations.pattern_relations) == []
+    assert candidates("The backend used by Kestrel is Basin.", relations.pattern_relations) == [
+        ("Kestrel", "uses", "backend", 0.8, 1.0),
     ]
 
 
