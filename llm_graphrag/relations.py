@@ -284,7 +284,9 @@ def pattern_relations(chunk, mentions, context):
             ):
                 continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
             used.add((t_start, t_end))
-            lefts = complements or _left_list(group, left, masked, s_start) if reverse or rel in ("causes", "uses", "produces", "part_of") else [left]
+            lefts = complements or (_left_list(group, left, masked, s_start) if (
+                reverse or rel in ("causes", "uses", "produces", "part_of")
+            ) and not _PARTICIPLE.match(match.group()) else [left])
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
@@ -426,6 +428,9 @@ _AFTER_PREPOSITION = re.compile(
 )
 
 
+# A participle with no copula hangs on the noun right before it ("software and applications
+# written in Python": the applications are).
+_PARTICIPLE = re.compile(r"(?:[a-z]+ed|written|built|found|known|made|run)\b")
 _NOT_FINITE = frozenset("found known built powered such like as originally also often commonly aka called".split())
 
 

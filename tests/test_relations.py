@@ -544,6 +544,19 @@ def test_a_participle_opening_its_clause_is_said_of_the_copulas_complements():
     ]
 
 
+def test_a_participle_without_a_copula_hangs_on_the_nearest_noun_only():
+    assert candidates("Basin links tide gauges and relay daemons written in Rust.", relations.pattern_relations) == [
+        ("relay daemons", "uses", "Rust", 0.75, 1.0),
+    ]
+    assert candidates("Tide gauges and relay daemons used by Basin stay small.", relations.pattern_relations) == [
+        ("Basin", "uses", "relay daemons", 0.8, 1.0),
+    ]
+    # With a copula the whole list is the subject.
+    assert candidates("Tide gauges and relay daemons are used by Basin.", relations.pattern_relations) == [
+        ("Basin", "uses", "relay daemons", 0.8, 1.0), ("Basin", "uses", "Tide gauges", 0.8, 1.0),
+    ]
+
+
 def test_typed_relations_reach_the_database(tmp_path):
     """The rules above, through the whole pipeline: extraction, linking and refinement."""
     from llm_graphrag.db import open_database
