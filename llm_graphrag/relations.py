@@ -157,6 +157,7 @@ _SUPPORTS = re.compile(r"\bsupport")
 _CREATED = re.compile(rf"(?:{_BE}\s+{_ADV})?(?:created|built)\b")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
+_CONDITION = re.compile(r"\s*(?:[-*]\s+)?(?:[Ii]f|[Uu]nless|[Ss]hould|[Ww]hether)\s")
 _NOT_ONLY = re.compile(r"\bnot (?:only|just|merely|simply)\b", re.I)
 
 
@@ -236,6 +237,8 @@ def pattern_relations(chunk, mentions, context):
                 continue  # the trigger is in a mention ("data interchange format"), not "is a subclass of"
             if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
                 continue
+            if _CONDITION.match(masked, s_start) and "," not in masked[s_start:t_start]:
+                continue  # "Should your project require X, ...": a condition, no statement
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
                 continue  # "has not been included with": what a sentence denies is no relation
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))

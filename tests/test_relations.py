@@ -271,7 +271,8 @@ def test_no_copula_subject_after_a_preposition():
         # "X, a Y" after a word (not only after markup) is an apposition...
         ("It holds the sources for Basin, a message broker.", [("Basin", "is_a", "message broker", 0.55, 1.0)]),
         # ...but not where the comma closes an opening clause or phrase...
-        ("If Basin needs another broker, a list of options is kept.", [("Basin", "depends_on", "broker", 0.85, 0.87)]),
+        # (and the condition itself states nothing: test_an_opening_condition_states_no_relation)
+        ("If Basin needs another broker, a list of options is kept.", []),
         ("In Basin, a message broker is built in.", []),
         # ...nor in a list.
         ("It holds Basin, a message broker and a disk cache.", []),
@@ -554,6 +555,17 @@ def test_a_participle_without_a_copula_hangs_on_the_nearest_noun_only():
     # With a copula the whole list is the subject.
     assert candidates("Tide gauges and relay daemons are used by Basin.", relations.pattern_relations) == [
         ("Basin", "uses", "relay daemons", 0.8, 1.0), ("Basin", "uses", "Tide gauges", 0.8, 1.0),
+    ]
+
+
+def test_an_opening_condition_states_no_relation():
+    assert candidates("If Basin needs Kestrel, install Heron first.", relations.pattern_relations) == []
+    assert candidates("Unless Basin uses Kestrel, the relay is idle.", relations.pattern_relations) == []
+    assert candidates("Should your relay require Kestrel, Basin uses Heron.", relations.pattern_relations) == [
+        ("Basin", "uses", "Heron", 0.8, 1.0),
+    ]
+    assert candidates("Basin uses Kestrel if Heron is missing.", relations.pattern_relations) == [
+        ("Basin", "uses", "Kestrel", 0.8, 1.0),
     ]
 
 
