@@ -96,7 +96,7 @@ _PATTERNS = [
     (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)s?\s+of\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:sub-?class(?:es)?|subtypes?|instances?|speciali[sz]ations?)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
-    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
+    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     (r",\s+(?:an?)\s+", "is_a", 0.55, False),
     (r"\bsuch\s+as\b|\b(?:including|like)\b", "is_a", 0.55, True),
     (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
@@ -107,6 +107,8 @@ _PATTERNS = [
     (r"\b(?:produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
     (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b", "located_in", 0.75, False),
+    # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
+    (rf"\b{_BE}\s+{_ADV}(?:stored|kept|installed|placed|saved)\s+{_ADV}(?:in|on|at|under)\b|\b(?:lives?|resides?|occurs?)\s+(?:in|on|at)\b", "located_in", 0.7, False),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
 ]
@@ -123,7 +125,7 @@ TRIGGER_LEADS = frozenset(
     generates generate generated creates create created built emitted yielded releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    becomes become became lives live resides reside occurs occur provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
