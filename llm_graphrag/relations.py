@@ -540,6 +540,8 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
         _ADJECTIVE_SERIES.fullmatch(between) and all(word_class(w.lower()) == "adj" for w in between.replace(",", " ").split())
     ):
         return result  # a comma parts only coordinate adjectives: "is the new, asynchronous-friendly standard"
+    if i + 1 < len(group) and _POSSESSIVE.fullmatch(masked, first.end, group[i + 1].start):
+        first, i = group[i + 1], i + 1  # "using the package's build system": the build system
     if first.type == "concept" and " " not in first.name and i + 1 < len(group):
         following = group[i + 1]
         if following.type != "concept" and not masked[first.end : following.start].strip():
@@ -569,6 +571,7 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     return result
 
 
+_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+")  # "the package's", "the users'"
 _ADJECTIVE_SERIES = re.compile(r"\s*(?:(?:the|an?)\s+)?(?:[\w-]+\s*,\s*)+")
 _PARENTHESIS = re.compile(r"\([^()]*\)")
 _KIND_WORD = re.compile(

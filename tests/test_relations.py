@@ -590,6 +590,16 @@ def test_what_a_thing_is_made_of_is_part_of_it():
     ]
 
 
+def test_a_possessor_on_the_right_is_not_the_object():
+    assert candidates("Kestrel uses Basin's tide tables.", relations.pattern_relations) == [
+        ("Kestrel", "uses", "tide tables", 0.8, 1.0),
+    ]
+    # A quoted name is no possessor.
+    assert candidates("Kestrel uses 'basin' tables and Heron.", relations.pattern_relations) == [
+        ("Kestrel", "uses", "basin", 0.8, 1.0),
+    ]
+
+
 def test_typed_relations_reach_the_database(tmp_path):
     """The rules above, through the whole pipeline: extraction, linking and refinement."""
     from llm_graphrag.db import open_database
