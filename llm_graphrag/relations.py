@@ -248,6 +248,8 @@ def pattern_relations(chunk, mentions, context):
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
             if left is not None and not _finite(match.group()):
                 left = _described(group, left, masked)
+                if left is not None and _MEANS.match(match.group()):
+                    left = _doer(group, left, masked, s_start)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             complements = None
             if left is None and reverse and rights and not _finite(match.group()):
@@ -572,6 +574,28 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
 
 
 _POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+")  # "the package's", "the users'"
+# "to build a wheel using X": a means ("using", "utilizing") goes with the verb, and so
+# with its subject, not with the verb's object.
+_MEANS = re.compile(r"(?:using|utili[sz]ing)\b")
+_INFINITIVE_OBJECT = re.compile(r"\b[Tt]o\s+[a-z]+\s+(?:(?:an?|the|its|their|your|this|these|some|all|any)\s+)?(?:[\w-]+\s+)?$")
+
+
+def _doer(group, left, masked, s_start):
+    """Who uses the means when ``left`` is an infinitive's object: in "pip will attempt to
+    build a wheel using X", pip (the first mention of the clause, before the "to"), None if
+    the clause has none there; ``left`` itself when it is no infinitive's object."""
+    to = _INFINITIVE_OBJECT.search(masked, max(s_start, left.start - 40), left.start)
+    if to is None:
+        return left
+    clause = max(s_start, masked.rfind(",", s_start, to.start()) + 1, masked.rfind(";", s_start, to.start()) + 1)
+    for m in group:
+        if m.start >= to.start():
+            break
+        if m.start >= clause:
+            return m
+    return None
+
+
 _ADJECTIVE_SERIES = re.compile(r"\s*(?:(?:the|an?)\s+)?(?:[\w-]+\s*,\s*)+")
 _PARENTHESIS = re.compile(r"\([^()]*\)")
 _KIND_WORD = re.compile(

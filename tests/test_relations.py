@@ -600,6 +600,18 @@ def test_a_possessor_on_the_right_is_not_the_object():
     ]
 
 
+def test_a_means_after_an_infinitives_object_goes_with_the_subject():
+    assert candidates(
+        "When no tables are found, Kestrel will try to build a tide table using the gauge's tide records.", relations.pattern_relations,
+    ) == [("Kestrel", "produces", "tide table", 0.7, 0.625), ("Kestrel", "uses", "tide records", 0.8, 0.87)]
+    # No subject before the infinitive: nothing; no infinitive: the noun before it.
+    assert candidates("A tool to draw tide charts using Basin.", relations.pattern_relations) == [
+        ("tool", "uses", "Basin", 0.8, 1.0),
+    ]
+    assert candidates("To draw tide charts using Basin, run it.", relations.pattern_relations) == []
+    assert candidates("The relay using Basin is fast.", relations.pattern_relations) == [("relay", "uses", "Basin", 0.8, 1.0)]
+
+
 def test_typed_relations_reach_the_database(tmp_path):
     """The rules above, through the whole pipeline: extraction, linking and refinement."""
     from llm_graphrag.db import open_database
