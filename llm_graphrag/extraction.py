@@ -897,7 +897,10 @@ _YEAR_DIGITS = re.compile(r"(?:1[6-9]|20)\d\d")
 _YEAR = re.compile(
     r"(?:\b(?:in|since|from|until|by|of|before|after|during|around|early|late|mid)\s+"
     r"(?:the\s+)?(?:(?:early|late|mid)\s+)?|\b(?:January|February|March|April|May|June|July|"
-    r"August|September|October|November|December)\s+(?:\d{1,2},\s+)?)"
+    r"August|September|October|November|December)\s+(?:\d{1,2},\s+)?"
+    # A copyright or a byline: "Copyright (c) 2004", "© 2004", "2004, Ada Lovelace" opening
+    # a line, "(2004)".
+    r"|\b[Cc]opyright\s+(?:\([Cc]\)\s+|©\s+)?|©\s*|\([Cc]\)\s+|(?m:^)[ \t]*(?=\d{4},\s+[A-Z])|\((?=\d{4}\)))"
     r"((?:1[6-9]|20)\d\d(?:s|-\d\d-\d\d)?)\b"
 )
 
