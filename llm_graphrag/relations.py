@@ -780,6 +780,7 @@ def structural_relations(chunk, mentions, context):
     if subject is None:
         return found
     found.extend(_configuration(chunk, mentions, subject, context))
+    found.extend(_byline(chunk, mentions, subject))
     named = [
         m for m in outer_mentions(mentions)
         if m.type not in ("concept", "version", "DATE", "step") and m.norm != subject.norm
@@ -793,6 +794,31 @@ def structural_relations(chunk, mentions, context):
             for m in named:
                 if a <= m.start < b:
                     found.append(RelationCandidate(subject, m, rel, weight, 1.0, m.snippet, "structure"))
+    return found
+
+
+# A byline near the top: "2004, Ada Lovelace, Grace Hopper", "By Ada Lovelace",
+# "Author: Ada Lovelace"; a line of names alone needs one of those openings.
+_BYLINE = re.compile(
+    r"^[ \t]*(?:\*?(?:[Ww]ritten\s+by|[Bb]y|[Aa]uthors?:|(?:[Cc]opyright\s+)?(?:\([Cc]\)\s+|©\s*)?(?:1[6-9]|20)\d\d(?:\s*[-–]\s*(?:1[6-9]|20)\d\d)?,)\*?)"
+    r"[ \t]*([A-Z][\w.'’-]*(?:[ \t]+[A-Z][\w.'’-]*)+(?:[ \t]*(?:,|\band\b|&)[ \t]*[A-Z][\w.'’-]*(?:[ \t]+[A-Z][\w.'’-]*)+)*)[ \t]*$",
+    re.M,
+)
+_PERSON = re.compile(r"[A-Z][\w.'’-]*(?:[ \t]+[A-Z][\w.'’-]*)+")
+
+
+def _byline(chunk, mentions, subject):
+    """The document's subject is owned_by the people of a byline in its first lines."""
+    match = _BYLINE.search(chunk.text, 0, 600)
+    if match is None:
+        return []
+    found = []
+    for name in _PERSON.finditer(match.group(1)):
+        start, end = match.start(1) + name.start(), match.start(1) + name.end()
+        for m in mentions:
+            if m.start == start and m.end == end and m.norm != subject.norm:
+                found.append(RelationCandidate(subject, m, "owned_by", 0.7, 1.0, match.group(0).strip(), "structure"))
+                break
     return found
 
 

@@ -612,6 +612,20 @@ def test_a_means_after_an_infinitives_object_goes_with_the_subject():
     assert candidates("The relay using Basin is fast.", relations.pattern_relations) == [("relay", "uses", "Basin", 0.8, 1.0)]
 
 
+def test_a_byline_names_the_owners_of_the_documents_subject():
+    text = "Basin tide tables\n=================\n2004, Ada Lovelace, Grace Hopper\n\nThe tables list tides."
+    assert candidates(text, relations.structural_relations, title="Basin tide tables") == [
+        ("Basin tide tables", "owned_by", "Ada Lovelace", 0.7, 1.0), ("Basin tide tables", "owned_by", "Grace Hopper", 0.7, 1.0),
+    ]
+    text = "# Basin tide tables\n\nBy Ada Lovelace and Grace Hopper\n\nThe tables list tides."
+    assert candidates(text, relations.structural_relations, title="Basin tide tables") == [
+        ("Basin tide tables", "owned_by", "Ada Lovelace", 0.7, 1.0), ("Basin tide tables", "owned_by", "Grace Hopper", 0.7, 1.0),
+    ]
+    # A line of names with no byline opening is none.
+    text = "# Supported platforms\n\nRed Hat Linux, Apple Mac OS\n\nBoth work."
+    assert candidates(text, relations.structural_relations, title="Supported platforms") == []
+
+
 def test_typed_relations_reach_the_database(tmp_path):
     """The rules above, through the whole pipeline: extraction, linking and refinement."""
     from llm_graphrag.db import open_database
