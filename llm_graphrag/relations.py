@@ -260,6 +260,8 @@ def pattern_relations(chunk, mentions, context):
                     left, left_gap = complements[0], 1
             if left is None or not rights:
                 continue
+            if rel == "is_a" and len(rights) > 1 and _shared_head(rights[0][0], rights[1][0], masked):
+                rights = rights[1:]  # "the original build and distribution system": one system
             if rel != "is_a":
                 rights = rights + _examples(group, rights[-1][0], masked, rights[0][1])
                 rights = rights + [(m, rights[-1][1] + 1) for m in _colon_items(group, rights[-1][0], masked)]
@@ -571,6 +573,19 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
         else:
             break
     return result
+
+
+_BARE_AND = re.compile(r"\s+and\s+")
+
+
+def _shared_head(a, b, masked):
+    """``build and distribution system``: a one-word noun joined by a bare "and" to a
+    compound shares its head, so names no category of its own."""
+    return (
+        a.type == "concept" and b.type == "concept" and " " not in a.name and " " in b.name
+        and not a.name.endswith("s") and word_class(b.name.split()[0].lower()) == "noun"
+        and _BARE_AND.fullmatch(masked, a.end, b.start) is not None
+    )
 
 
 _POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+")  # "the package's", "the users'"

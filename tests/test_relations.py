@@ -626,6 +626,19 @@ def test_a_byline_names_the_owners_of_the_documents_subject():
     assert candidates(text, relations.structural_relations, title="Supported platforms") == []
 
 
+def test_a_noun_sharing_a_compounds_head_names_no_category():
+    assert candidates("`heron` is the original tide and flood gauge.", relations.pattern_relations) == [
+        ("heron", "is_a", "flood gauge", 0.6, 0.87),
+    ]
+    # An adjective opens the second conjunct, or a determiner: two categories.
+    assert candidates("Copper is a metal and electrical conductor.", relations.pattern_relations) == [
+        ("Copper", "is_a", "metal", 0.6, 1.0), ("Copper", "is_a", "electrical conductor", 0.6, 1.0),
+    ]
+    assert candidates("Kestrel is a relay and a tide gauge.", relations.pattern_relations) == [
+        ("Kestrel", "is_a", "relay", 0.6, 1.0), ("Kestrel", "is_a", "tide gauge", 0.6, 1.0),
+    ]
+
+
 def test_typed_relations_reach_the_database(tmp_path):
     """The rules above, through the whole pipeline: extraction, linking and refinement."""
     from llm_graphrag.db import open_database
