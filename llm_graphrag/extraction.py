@@ -897,7 +897,10 @@ _YEAR_DIGITS = re.compile(r"(?:1[6-9]|20)\d\d")
 _YEAR = re.compile(
     r"(?:\b(?:in|since|from|until|by|of|before|after|during|around|early|late|mid)\s+"
     r"(?:the\s+)?(?:(?:early|late|mid)\s+)?|\b(?:January|February|March|April|May|June|July|"
-    r"August|September|October|November|December)\s+(?:\d{1,2},\s+)?)"
+    r"August|September|October|November|December)\s+(?:\d{1,2},\s+)?"
+    # A copyright or a byline: "Copyright (c) 2004", "© 2004", "2004, Ada Lovelace" opening
+    # a line, "(2004)".
+    r"|\b[Cc]opyright\s+(?:\([Cc]\)\s+|©\s+)?|©\s*|\([Cc]\)\s+|(?m:^)[ \t]*(?=\d{4},\s+[A-Z])|\((?=\d{4}\)))"
     r"((?:1[6-9]|20)\d\d(?:s|-\d\d-\d\d)?)\b"
 )
 
@@ -1243,6 +1246,9 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
     return cls
 
 
+_NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve".split())
+
+
 def _verb_follows(low, k, tokens, prev_word):
     """After a noun, does this -s (or plural-subject base) form look like the verb?"""
     if k + 1 >= len(tokens):
@@ -1250,8 +1256,8 @@ def _verb_follows(low, k, tokens, prev_word):
     nxt = tokens[k + 1][2]
     nlow = nxt.lower()
     if low.endswith("s") and not low.endswith("ss"):
-        if nlow in DETERMINERS or nxt[0].isupper() or nxt[0].isdigit():
-            return True
+        if nlow in DETERMINERS or nxt[0].isupper() or nxt[0].isdigit() or nlow in _NUMBER_WORDS:
+            return True  # "Python uses the", "Django supports two interfaces"
         if nlow.endswith("ing"):
             return False  # "codes using hashes"
         return nlow not in STOPWORDS and word_class(nlow) in ("noun", "adj", "ambiguous")  # not before a verb: "error views require"

@@ -1012,6 +1012,23 @@ def test_an_s_word_before_a_verb_is_its_subject_noun():
     ]
 
 
+def test_an_s_word_before_a_number_word_is_a_verb():
+    found = names(mentions_of("Then Basin supports two formats, and the heron lays three eggs. Kestrel uses Basin."))
+    assert found == [
+        ("Basin", "name"), ("formats", "concept"), ("heron", "concept"), ("eggs", "concept"), ("Kestrel", "concept"), ("Basin", "name"),
+    ]
+
+
+def test_a_year_in_a_copyright_or_a_byline_is_a_date():
+    def years(text):
+        return [m.name for m in mentions_of(text, extractors=(extraction.pattern_mentions,)) if m.type == "DATE"]
+
+    assert years("Basin tide tables\n=================\n2004, Ada Lovelace, Grace Hopper\n\nThe tables list tides.") == ["2004"]
+    assert years("Copyright (c) 1998 Ada Lovelace. The gauge paper (2011) and © 2020 Basin.") == ["1998", "2011", "2020"]
+    # A number that only looks like a year is none.
+    assert years("It has 2004 lines, and port 2020 is open.") == []
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
