@@ -867,8 +867,9 @@ def _extract_document(document):
     position = {m: i for i, (_, m) in enumerate(ordered)}
     rows, spans, defining = [], {}, set()
     for i, (index, m) in enumerate(ordered):
-        rows.append(_mention_record(m, index, position.get(m.antecedent, -1)))
+        record = _mention_record(m, index, position.get(m.antecedent, -1))
         if m.start is None:
+            rows.append(record + (None,))
             continue
         chunk = chunks[index]
         analysis = context.analyze(chunk)
@@ -877,6 +878,8 @@ def _extract_document(document):
         if sentences and m.start - sentences[m.sentence][0] <= 12:
             if _DEFINITION.match(analysis.masked, m.end, sentences[m.sentence][1]):
                 defining.add(i)
+        # The sentence it offers as its entity's description: found here, not where it is linked.
+        rows.append(record + (_description_candidate(record, i in defining, chunk, sentences),))
     sentence_index, squashed, found = {}, {}, []
     for index, candidates_of_chunk in enumerate(candidates):
         for c in candidates_of_chunk:
@@ -954,12 +957,11 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
         counts[entity.id] += 1
         if new:
             created.append(entity)
-        if record[_START] is not None:
-            candidate = _description_candidate(record, len(linked) - 1, chunks[record[_CHUNK]], extracted)
-            if candidate is not None:
-                _describe(entity, candidate, chunks[record[_CHUNK]])
-                if candidate[0] > describes.get(entity.id, (-1,))[0]:
-                    describes[entity.id] = (candidate[0], len(linked) - 1, candidate)
+        candidate = record[_DESCRIBES]  # the sentence it offers as its entity's description
+        if candidate is not None:
+            _describe(entity, candidate, chunks[record[_CHUNK]])
+            if candidate[0] > describes.get(entity.id, (-1,))[0]:
+                describes[entity.id] = (candidate[0], len(linked) - 1, candidate)
     for entity_id, count in counts.items():
         linker.entities[entity_id].popularity += count
     for _, index, candidate in describes.values():
@@ -1057,9 +1059,11 @@ class _Found:
 _EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
 
 
-def _description_candidate(record, position, chunk, extracted):
+def _description_candidate(record, defining, chunk, spans):
     """``(rank, sentence start, sentence end)``: the sentence a mention offers as its
-    entity's description, in its chunk, or None.
+    entity's description, in its chunk, or None. ``defining``: whether the mention's
+    sentence defines it (``_Extracted.defining``); ``spans``: the chunk's sentence spans.
+    It depends on what the worker found alone, so the worker finds it (``_extract_document``).
 
     The rank orders candidates: from the entity's own home (a document whose title names
     it, a section whose heading does, or the paragraph after an API signature such as
@@ -1068,7 +1072,6 @@ def _description_candidate(record, position, chunk, extracted):
     ``refine.canonical_names`` takes the best over all current mentions, the first in
     path and text order among equals.
     """
-    spans = extracted.spans.get(chunk.id)
     index = record[_SENTENCE]
     if not spans or index is None or index >= len(spans):
         return None
@@ -1076,7 +1079,6 @@ def _description_candidate(record, position, chunk, extracted):
         index, home, defining = index + 1, True, True  # the paragraph an API entry opens
     else:
         home = _at_home(record[_NORM], chunk, record[_START])
-        defining = position in extracted.defining
     s_start, s_end = spans[index]
     plain = not record[_IN_HEADING] and not record[_COREF]
     if plain:
@@ -1430,7 +1432,9 @@ def _meta_json(extractor, name, norm):
 
 # A mention record: its row's fields as found, then what linking and descriptions read.
 (_START, _END, _SURFACE, _TYPE, _SCORE, _FEATURES_JSON, _SNIPPET, _META, _CHUNK, _NAME, _NORM,
- _SENTENCE, _ANTECEDENT, _COREF, _IN_HEADING) = range(15)
+ _SENTENCE, _ANTECEDENT, _COREF, _IN_HEADING, _DESCRIBES) = range(16)
+# _DESCRIBES: the description candidate the mention's sentence offers its entity, ``(rank,
+# sentence start, sentence end)`` or None (``_description_candidate``, in the worker).
 
 
 def _mention_record(m, chunk_index, antecedent):

@@ -198,6 +198,11 @@ class Linker:
         self.deletes = {}
         self.by_token = {}
         self._key_vectors = {}  # key text -> its vector (``fuzzy_score``)
+        self._scores = {}  # (key text, key text) -> ``fuzzy_score``
+        # (norm, name) -> ids of the entities ``fuzzy_candidates`` finds for a mention of
+        # that name, before the type test; and which of them read each deletion variant
+        # and each word of the index, to forget when an entity there comes or goes.
+        self._near, self._near_variants, self._near_words = {}, {}, {}
         self.own_elsewhere = None  # entity -> where the database holds mentions of its own norm
         self._rooted = {}  # entity id -> own_elsewhere's answer
         self.unrooted = set()  # ids of entities found not to be roots (``is_root``) in this run
@@ -214,9 +219,13 @@ class Linker:
             "from entities where status = 'active'"
         )
         entities = []
+        flags = {}  # meta -> (home, defined): a few texts, each read once
         for id, type, name, norm, aliases, description, popularity, meta in rows:
-            meta = json.loads(meta) if meta else {}
-            home, defined = bool(meta.get("home")), bool(meta.get("defined"))
+            found = flags.get(meta)
+            if found is None:
+                parsed = json.loads(meta) if meta else {}
+                found = flags[meta] = bool(parsed.get("home")), bool(parsed.get("defined"))
+            home, defined = found
             entities.append(
                 Entity(
                     id, type, name, norm, json.loads(aliases or "[]"), description, popularity or 0,
@@ -232,6 +241,7 @@ class Linker:
         self.entities[entity.id] = entity
         self.by_norm.setdefault(entity.norm, []).append(entity)
         if entity.type in FUZZY_TYPES:
+            self._forget_near(entity)
             if len(entity.norm) >= 5:
                 for variant in self._deletions(entity.norm):
                     self.deletes.setdefault(variant, set()).add(entity.id)
@@ -244,6 +254,7 @@ class Linker:
 
     def remove(self, entity):
         """Forget ``entity`` (deleted because nothing mentions it any more)."""
+        self._forget_near(entity)
         self.entities.pop(entity.id, None)
         same = self.by_norm.get(entity.norm, [])
         if entity in same:
@@ -269,12 +280,49 @@ class Linker:
     def fuzzy_candidates(self, mention):
         """Entities within edit distance 1 of the norm, or sharing ≥ 60% of the words,
         that may name the same thing (``one_thing``; a spelling variant of as many words
-        may: "Pyhton Package Index")."""
+        may: "Pyhton Package Index").
+
+        A mention of a name met before finds what it found then, until an entity comes
+        into or leaves the part of the index it read (``_forget_near``); the type test,
+        which reads what may change meanwhile (``_exact`` gives a generic entity a
+        mention's type), is made each time."""
         if mention.type not in FUZZY_TYPES:
             return []
+        key = (mention.norm, mention.name)
+        near = self._near.get(key)
+        if near is None:
+            near = self._near[key] = self._near_ids(*key)
+            if len(key[0]) >= 5:
+                for variant in self._deletions(key[0]):
+                    self._near_variants.setdefault(variant, set()).add(key)
+            words = set(_tokens(key[1]))
+            if len(words) > 1:
+                for word in words:
+                    self._near_words.setdefault(word, set()).add(key)
+        result = []
+        for entity_id in near:
+            entity = self.entities[entity_id]
+            if fuzzy_compatible(mention.type, entity.type):
+                result.append(entity)
+        return result
+
+    def _forget_near(self, entity):
+        """Forget what ``fuzzy_candidates`` found where ``entity`` is indexed: its norm's
+        deletion variants and its words, which it comes into or leaves."""
+        near = self._near
+        if not near:  # nothing to forget (what stays listed in the two maps is harmless)
+            return
+        for variant in self._deletions(entity.norm):
+            for key in self._near_variants.pop(variant, ()):
+                near.pop(key, None)
+        for word in entity.tokens:
+            for key in self._near_words.pop(word, ()):
+                near.pop(key, None)
+
+    def _near_ids(self, norm, name):
+        """``fuzzy_candidates`` of a mention ``name`` (of ``norm``), as entity ids, of any type."""
         found = set()
-        norm = mention.norm
-        words = _tokens(mention.name)
+        words = _tokens(name)
         if len(norm) >= 5:
             for variant in self._deletions(norm):
                 for entity_id in self.deletes.get(variant, ()):
@@ -296,15 +344,15 @@ class Linker:
                 entity = self.entities[entity_id]
                 if shared / len(tokens | entity.tokens) >= JACCARD_MIN and one_thing(words, entity.key.split()):
                     found.add(entity_id)
-        result = []
+        near = []
         for entity_id in found:
             entity = self.entities[entity_id]
-            if entity.norm == norm or not fuzzy_compatible(mention.type, entity.type):
+            if entity.norm == norm:
                 continue
             if _digits(entity.norm) != _digits(norm):
                 continue  # uuid1 is not uuid4, RFC 7159 is not RFC 7158
-            result.append(entity)
-        return result
+            near.append(entity_id)
+        return tuple(near)
 
     # -- scoring --------------------------------------------------------------------------
 
@@ -314,12 +362,18 @@ class Linker:
         entity's ``key``, 0.15 the type prior (1: the types are compatible); the
         context and popularity terms, which read what the entity gathered so far, count 0."""
         mine, theirs = key_text(mention.name), entity.key
-        cosine = 0.0
-        if self.embedder is not None:
-            a, b = self._key_vector(mine), self._key_vector(theirs)
-            cosine = max(0.0, float(np.dot(a, b)))
-        type_prior = 1.0  # ``fuzzy_compatible`` types; which of them each has may change
-        return WEIGHTS["cosine"] * cosine + WEIGHTS["string"] * string_similarity(mine, theirs) + WEIGHTS["type"] * type_prior
+        score = self._scores.get((mine, theirs))
+        if score is None:  # a function of the two texts: computed once a run
+            cosine = 0.0
+            if self.embedder is not None:
+                a, b = self._key_vector(mine), self._key_vector(theirs)
+                cosine = max(0.0, float(np.dot(a, b)))
+            type_prior = 1.0  # ``fuzzy_compatible`` types; which of them each has may change
+            score = self._scores[(mine, theirs)] = (
+                WEIGHTS["cosine"] * cosine + WEIGHTS["string"] * string_similarity(mine, theirs)
+                + WEIGHTS["type"] * type_prior
+            )
+        return score
 
     def _key_vector(self, text):
         vector = self._key_vectors.get(text)
