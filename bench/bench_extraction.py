@@ -369,6 +369,10 @@ def main():
         help="score one half of the golden set: even (tuning) or odd (check) positions per file",
     )
     parser.add_argument(
+        "--ner", choices=("off", "auto"), default=SETTINGS["ner"],
+        help="spaCy NER for the quality scores: off (the default, as installed) or auto (where spaCy loads)",
+    )
+    parser.add_argument(
         "--file", metavar="STEM",
         help="score one golden file only, by its name without .yaml (e.g. encyclopedic)",
     )
@@ -377,6 +381,7 @@ def main():
         help="before each run, time one with workers=0 (everything in one process)",
     )
     args = parser.parse_args()
+    SETTINGS["ner"] = args.ner
     report = {"machine": machine()}
     report["quality"] = bench_quality(args.split, args.file)
     if not args.quality_only:
