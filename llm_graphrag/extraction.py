@@ -893,16 +893,22 @@ _ID = re.compile(r"\b(?:[A-Z][A-Z0-9]{1,}-\d+[A-Z0-9]*(?:-\d+)*|CVE-\d{4}-\d+|(?
 # What every match of the three patterns above and the year's below holds: cheap to find.
 _DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
 _DASH_DIGIT = re.compile(r"-\d")
-_YEAR_DIGITS = re.compile(r"(?:1[6-9]|20)\d\d")
+_YEAR_DIGITS = re.compile(r"1\d\d\d|20\d\d")
+# A year after a preposition (one opening a sentence too: "In 1903", "Since 1941") or a
+# month; before 1600 only after a preposition and with no plural noun next ("born in 1304",
+# not "in 1200 bytes").
 _YEAR = re.compile(
-    r"(?:\b(?:in|since|from|until|by|of|before|after|during|around|early|late|mid)\s+"
+    r"(?:\b(?P<preposition>(?i:in|since|from|until|by|of|before|after|during|around|early|late|mid))\s+"
     r"(?:the\s+)?(?:(?:early|late|mid)\s+)?|\b(?:January|February|March|April|May|June|July|"
     r"August|September|October|November|December)\s+(?:\d{1,2},\s+)?"
     # A copyright or a byline: "Copyright (c) 2004", "© 2004", "2004, Ada Lovelace" opening
     # a line, "(2004)".
     r"|\b[Cc]opyright\s+(?:\([Cc]\)\s+|©\s+)?|©\s*|\([Cc]\)\s+|(?m:^)[ \t]*(?=\d{4},\s+[A-Z])|\((?=\d{4}\)))"
-    r"((?:1[6-9]|20)\d\d(?:s|-\d\d-\d\d)?)\b"
+    r"(?P<year>(?:1\d|20)\d\d(?:s|-\d\d-\d\d)?)\b"
 )
+_PLURAL_NEXT = re.compile(r"\s+[a-z]+s\b")
+# A year joined to the one before: "in 1605 and 1615", "in 1914, 1918 or 1939", "1939-1945".
+_NEXT_YEAR = re.compile(r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|to)\s+|\s*[–-]\s*)((?:1\d|20)\d\d(?:s)?)\b(?!\.?\d)")
 
 
 def pattern_mentions(chunk, context):
@@ -922,7 +928,13 @@ def pattern_mentions(chunk, context):
     for match in _ID.finditer(masked) if _DASH_DIGIT.search(masked) else ():
         mentions.append(Mention(match.group(), "id", match.start(), match.end(), 0.9, {"regex": "id"}, extractor="patterns"))
     for match in _YEAR.finditer(masked) if _YEAR_DIGITS.search(masked) else ():
-        mentions.append(Mention(match.group(1), "DATE", match.start(1), match.end(1), 0.8, {"regex": "year"}, extractor="patterns"))
+        if match["year"] < "1600" and (not match["preposition"] or _PLURAL_NEXT.match(masked, match.end())):
+            continue
+        mentions.append(Mention(match["year"], "DATE", match.start("year"), match.end("year"), 0.8, {"regex": "year"}, extractor="patterns"))
+        following = _NEXT_YEAR.match(masked, match.end())
+        while following:
+            mentions.append(Mention(following.group(1), "DATE", following.start(1), following.end(1), 0.8, {"regex": "year"}, extractor="patterns"))
+            following = _NEXT_YEAR.match(masked, following.end())
     for match in _CITED_TITLE.finditer(masked) if "ee " in masked else ():  # "See", "see"
         title = match.group(1)
         if len(title.split()) <= 8 and title.lower() not in HEADING_STOPLIST:

@@ -1029,6 +1029,17 @@ def test_a_year_in_a_copyright_or_a_byline_is_a_date():
     assert years("It has 2004 lines, and port 2020 is open.") == []
 
 
+def test_a_year_opening_a_sentence_an_early_year_and_a_year_joined_to_one_are_dates():
+    def years(text):
+        return [m.name for m in mentions_of(text, extractors=(extraction.pattern_mentions,)) if m.type == "DATE"]
+
+    assert years("In 1887 the mill burned. Since 1952 the bridge stands.") == ["1887", "1952"]
+    assert years("The abbey was built around 1120 and rebuilt in 1350.") == ["1120", "1350"]
+    assert years("The almanac came out in 1751 and 1763, the atlas from 1914 to 1918.") == ["1751", "1763", "1914", "1918"]
+    # A count after a preposition is none, nor an early number without one.
+    assert years("The mill grinds 1200 sacks in 1500 hours; in 1200 bytes, 2020.1 and 1400.") == []
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
