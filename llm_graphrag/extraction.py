@@ -400,7 +400,8 @@ _FOOTNOTE = re.compile(r"\[#?[\w-]*\]_")
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+([^\n]+)$|^([^\n]+)\n([=\-~^\"'`#*+])\3{2,}[ \t]*$", re.M)
 _UNDERLINE_START = re.compile(r"\n([=\-~^\"'`#*+])\1\1")  # what an underlined heading holds
 
-_WORD = re.compile(r"[A-Za-z][\w]*(?:[.'’/-][A-Za-z0-9_]+)*|\d+(?:\.\d+)*")
+# A word opens with a letter, accented ones too ("Émile", "Saint-Rémy-de-Provence").
+_WORD = re.compile(r"[^\W\d_][\w]*(?:[.'’/-]\w+)*|\d+(?:\.\d+)*")
 # Sentence ends: [.!?] and closing quotes before a space; a blank line; a line break before
 # a list item or a Markdown heading. Written to open with one character class, which
 # lets the regex engine skip ahead to candidates.

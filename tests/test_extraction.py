@@ -1040,6 +1040,12 @@ def test_a_year_opening_a_sentence_an_early_year_and_a_year_joined_to_one_are_da
     assert years("The mill grinds 1200 sacks in 1500 hours; in 1200 bytes, 2020.1 and 1400.") == []
 
 
+def test_a_name_with_accented_letters_is_one_name():
+    text = "The ferry sails from Århus to Ølstykke, and the guide Zoë Brontë-Lévêque waits in São Tomé."
+    found = [m.name for m in mentions_of(text, extractors=(extraction.name_mentions,))]
+    assert found == ["Århus", "Ølstykke", "Zoë Brontë-Lévêque", "São Tomé"]
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
