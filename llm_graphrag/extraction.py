@@ -1820,9 +1820,24 @@ def _premodifiers(mentions, text):
             and following.type not in ("concept", "version", "DATE", "step")
             and following.start - m.end <= 2 and text[m.end : following.start].strip(" `*") == ""
             and not m.name.endswith("s")
+            and not _title_before_name(m, following, text)
         ):
             drop.add(id(m))
     return [m for m in mentions if id(m) not in drop] if drop else mentions
+
+
+_DETERMINER_BEFORE = re.compile(r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
+
+
+def _title_before_name(m, following, text):
+    """A noun after "the" or a possessive, right before a name of two or more capitalised
+    words, is that person's or thing's title, not its modifier: "the farmer Ada Lovelace",
+    "her brother John Smith"."""
+    return (
+        following.type == "name" and " " in following.name.strip() and following.name[:1].isupper()
+        and word_class(m.name.lower()) == "noun"
+        and _DETERMINER_BEFORE.search(text, max(0, m.start - 8), m.start) is not None
+    )
 
 
 def finish_mentions(chunk, mentions, context):

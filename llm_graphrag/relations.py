@@ -306,6 +306,7 @@ def pattern_relations(chunk, mentions, context):
                         continue
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
+        found.extend(_titled_names(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if ":" in sentence or _THERE_ARE.match(sentence):
@@ -754,6 +755,22 @@ def _added_to(group, masked, sentence, s_start, s_end):
 
 
 _PAREN = re.compile(r"^\s*\(\s*$")
+_TITLE_OPENING = re.compile(r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+(?:[\w-]+\s+)?$")
+
+
+def _titled_names(group, masked, sentence):
+    """"the architect Ada Lovelace", "her brother John Smith": a noun after "the" or a
+    possessive, right before a name of two or more capitalised words, is what that name is."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if (
+            a.type == "concept" and b.type == "name" and masked[a.end : b.start] == " "
+            and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
+            and word_class(a.name.split()[-1].lower()) == "noun"
+            and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None
+        ):
+            found.append(RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns"))
+    return found
 
 
 def _acronyms(group, masked, sentence):

@@ -1046,6 +1046,12 @@ def test_a_name_with_accented_letters_is_one_name():
     assert found == ["Århus", "Ølstykke", "Zoë Brontë-Lévêque", "São Tomé"]
 
 
+def test_a_title_before_a_full_name_stays_a_concept():
+    found = names(mentions_of("The parcel went to the gardener Rosa Whitlock and to her cousin Tom Ashby."))
+    assert ("gardener", "concept") in found and ("Rosa Whitlock", "name") in found
+    assert ("cousin", "concept") in found and ("Tom Ashby", "name") in found
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
