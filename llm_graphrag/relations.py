@@ -89,6 +89,9 @@ _PATTERNS = [
     # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
     (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
+    # A maker named by a participle with no copula, a year between: "a theory proposed by
+    # X", "founded in 1865 by X", "the novel written by X".
+    (rf"\b(?:co-)?(?:founded|proposed|invented|designed|composed|painted|directed|published|authored|developed|written|established)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
@@ -121,7 +124,8 @@ TRIGGER_LEADS = frozenset(
     """is are was were be been being used uses use using utilises utilizes employs powered calls
     depends depend depending relies rely relying requires require needs belongs belong found
     contains contain includes include consists comprises bundles bundle ships integrates
-    integrate interoperates owns maintains maintain as originally defined specified described
+    integrate interoperates owns maintains maintain as originally defined co founded proposed invented designed composed painted
+    directed published authored developed established specified described
     documented standardised standardized defines define specifies specify such including like
     causes cause caused leads lead led results result triggers produces produce produced
     generates generate generated creates create created built emitted yielded releases release emits emit builds build yields forms
@@ -237,7 +241,7 @@ def pattern_relations(chunk, mentions, context):
             if any(a < t_end and t_start < b for a, b in used):
                 continue
             inside = group[bisect_right(ends, t_start) : bisect_left(starts, t_end)]
-            if any(m.type != "concept" or m.start <= t_start or m.end > t_end for m in inside):
+            if any(m.type not in ("concept", "DATE") or m.start <= t_start or m.end > t_end for m in inside):
                 continue  # the trigger is in a mention ("data interchange format"), not "is a subclass of"
             if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
                 continue
@@ -547,10 +551,12 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
         return result  # a comma parts only coordinate adjectives: "is the new, asynchronous-friendly standard"
     if i + 1 < len(group) and _POSSESSIVE.fullmatch(masked, first.end, group[i + 1].start):
         first, i = group[i + 1], i + 1  # "using the package's build system": the build system
-    if first.type == "concept" and " " not in first.name and i + 1 < len(group):
+    if first.type == "concept" and i + 1 < len(group):
         following = group[i + 1]
-        if following.type != "concept" and not masked[first.end : following.start].strip():
-            first, i = following, i + 1  # "internet RFC 1321" -> RFC 1321
+        if following.type != "concept" and not masked[first.end : following.start].strip() and (
+            " " not in first.name or _titled(first, following, masked)
+        ):
+            first, i = following, i + 1  # "internet RFC 1321" -> RFC 1321; "the mining engineer Ada Byron" -> Ada Byron
     result.append((first, gap))
     previous = first
     clause = s_start is not None and _SUBORDINATE.match(masked, s_start) and "," not in masked[s_start:position]
@@ -758,19 +764,24 @@ _PAREN = re.compile(r"^\s*\(\s*$")
 _TITLE_OPENING = re.compile(r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+(?:[\w-]+\s+)?$")
 
 
+def _titled(a, b, masked):
+    """Whether concept ``a`` is the title of name ``b`` right after it: "the architect Ada
+    Lovelace", "her brother John Smith" (a noun after "the" or a possessive, before a name of
+    two or more capitalised words)."""
+    return (
+        a.type == "concept" and b.type == "name" and masked[a.end : b.start] == " "
+        and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
+        and word_class(a.name.split()[-1].lower()) == "noun"
+        and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None
+    )
+
+
 def _titled_names(group, masked, sentence):
-    """"the architect Ada Lovelace", "her brother John Smith": a noun after "the" or a
-    possessive, right before a name of two or more capitalised words, is what that name is."""
-    found = []
-    for a, b in zip(group, group[1:]):
-        if (
-            a.type == "concept" and b.type == "name" and masked[a.end : b.start] == " "
-            and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
-            and word_class(a.name.split()[-1].lower()) == "noun"
-            and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None
-        ):
-            found.append(RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns"))
-    return found
+    """A name is what its title says: "the architect Ada Lovelace" is_a architect."""
+    return [
+        RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns")
+        for a, b in zip(group, group[1:]) if _titled(a, b, masked)
+    ]
 
 
 def _acronyms(group, masked, sentence):

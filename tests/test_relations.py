@@ -704,3 +704,11 @@ def test_a_title_before_a_full_name_is_what_the_name_is():
     # A one-word name, or no "the" or possessive before the noun, tells no title.
     found = candidates("The gardener Rosa pruned it. Orchard Rosa Whitlock grew.", relations.pattern_relations)
     assert not [c for c in found if c[1] == "is_a"]
+
+
+def test_a_maker_after_a_participle_with_no_copula_owns_the_thing():
+    found = candidates("The almanac, published by Harriet Quill in 1802, sold well.", relations.pattern_relations)
+    assert ("almanac", "owned_by", "Harriet Quill", 0.75, 1.0) in found
+    found = candidates("The Quill Press was founded in 1790 by the printer Harriet Quill.", relations.pattern_relations)
+    assert ("Quill Press", "owned_by", "Harriet Quill", 0.75, 0.769) in found
+    assert ("Harriet Quill", "is_a", "printer", 0.6, 1.0) in found
