@@ -311,6 +311,8 @@ def pattern_relations(chunk, mentions, context):
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_titled_names(group, masked, sentence))
+        if " in " in sentence:
+            found.extend(_place_in_place(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if ":" in sentence or _THERE_ARE.match(sentence):
@@ -774,6 +776,17 @@ def _titled(a, b, masked):
         and word_class(a.name.split()[-1].lower()) == "noun"
         and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None
     )
+
+
+def _place_in_place(group, masked, sentence):
+    """"the Museum of Ships in Port Ellen", "Skye in Scotland": a name right before "in" and
+    another name is located in it."""
+    return [
+        RelationCandidate(a, b, "located_in", 0.6, 1.0, sentence, "patterns")
+        for a, b in zip(group, group[1:])
+        if a.type == "name" and b.type == "name" and masked[a.end : b.start] == " in "
+        and a.name[:1].isupper() and b.name[:1].isupper() and a.norm != b.norm
+    ]
 
 
 def _titled_names(group, masked, sentence):

@@ -712,3 +712,11 @@ def test_a_maker_after_a_participle_with_no_copula_owns_the_thing():
     found = candidates("The Quill Press was founded in 1790 by the printer Harriet Quill.", relations.pattern_relations)
     assert ("Quill Press", "owned_by", "Harriet Quill", 0.75, 0.769) in found
     assert ("Harriet Quill", "is_a", "printer", 0.6, 1.0) in found
+
+
+def test_a_name_in_a_name_is_located_in_it():
+    found = candidates("The ferry leaves the Harbour Museum in Port Ellen at noon.", relations.pattern_relations)
+    assert ("Harbour Museum", "located_in", "Port Ellen", 0.6, 1.0) in found
+    # A concept in a name, or a name and a name with more between, is no place in a place.
+    found = candidates("The gauges in Port Ellen and Islay in winter read low.", relations.pattern_relations)
+    assert not [c for c in found if c[1] == "located_in"]
