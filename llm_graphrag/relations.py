@@ -313,6 +313,8 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_titled_names(group, masked, sentence))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
+        if " by " in sentence:
+            found.extend(_work_by(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if ":" in sentence or _THERE_ARE.match(sentence):
@@ -776,6 +778,27 @@ def _titled(a, b, masked):
         and word_class(a.name.split()[-1].lower()) == "noun"
         and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None
     )
+
+
+_BY = re.compile(r"\s+by\s+(?:the\s+)?")
+
+
+def _work_by(group, masked, sentence):
+    """"Ivanhoe is a novel by Walter Scott", "Ivanhoe, a novel by Walter Scott": what the
+    noun describes is owned by the name after "by" (after its title: "by the poet X")."""
+    found = []
+    for i in range(1, len(group) - 1):
+        a, b = group[i], group[i + 1]
+        if a.type != "concept" or not _BY.fullmatch(masked, a.end, b.start):
+            continue
+        if b.type == "concept" and i + 2 < len(group) and _titled(b, group[i + 2], masked):
+            b = group[i + 2]
+        if b.type not in ("name", "PERSON", "ORG") or not b.name[:1].isupper():
+            continue
+        described = _described(group, a, masked)
+        if described is not a and described.norm != b.norm:
+            found.append(RelationCandidate(described, b, "owned_by", 0.7, 1.0, sentence, "patterns"))
+    return found
 
 
 def _place_in_place(group, masked, sentence):

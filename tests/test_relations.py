@@ -720,3 +720,9 @@ def test_a_name_in_a_name_is_located_in_it():
     # A concept in a name, or a name and a name with more between, is no place in a place.
     found = candidates("The gauges in Port Ellen and Islay in winter read low.", relations.pattern_relations)
     assert not [c for c in found if c[1] == "located_in"]
+
+
+def test_a_work_by_a_name_is_owned_by_it():
+    found = candidates("Ivanhoe is a historical novel by Walter Scott, and the list is sorted by Name.", relations.pattern_relations)
+    assert ("Ivanhoe", "owned_by", "Walter Scott", 0.7, 1.0) in found
+    assert not [c for c in found if c[1] == "owned_by" and c[2] == "Name"]
