@@ -1810,6 +1810,27 @@ def _modifier_names(mentions):
     return [m for m in mentions if id(m) not in modifiers or m.norm in alone]
 
 
+def _cut_at_names(mentions, text):
+    """A phrase that runs into the first words of a longer name ends before that name: "the
+    Dutch artist Vincent van" before "Vincent van Gogh" is "Dutch artist"."""
+    names = [m for m in mentions if m.type == "name" and m.start is not None and " " in m.name]
+    if not names:
+        return mentions
+    result = []
+    for m in mentions:
+        if m.type == "concept" and m.start is not None:
+            for n in names:
+                if m.start < n.start < m.end < n.end:
+                    cut = text[m.start : n.start].rstrip()
+                    if not cut:
+                        break
+                    m = Mention(cut, m.type, m.start, m.start + len(cut), m.score, dict(m.features), extractor=m.extractor)
+                    m.features["np"] = len(cut.split())
+                    break
+        result.append(m)
+    return result
+
+
 def _premodifiers(mentions, text):
     """Less the one-word concepts that stand right before a name or code span, as its
     modifier: "a genuine Cross Site Request Forgery", "every incoming `HttpRequest`"."""
@@ -1843,7 +1864,7 @@ def _title_before_name(m, following, text):
 def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
-    mentions = _modifier_names(_premodifiers(resolve_overlaps(mentions), chunk.text))
+    mentions = _modifier_names(_premodifiers(resolve_overlaps(_cut_at_names(mentions, chunk.text)), chunk.text))
     corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
     if corefs:
         spans = [(c.start, c.end) for c in corefs]

@@ -1052,6 +1052,11 @@ def test_a_title_before_a_full_name_stays_a_concept():
     assert ("cousin", "concept") in found and ("Tom Ashby", "name") in found
 
 
+def test_a_phrase_ends_before_a_longer_name_it_runs_into():
+    found = names(mentions_of("The gauge was read by the Welsh surveyor Morgan van Rhys at dawn."))
+    assert ("Welsh surveyor", "concept") in found and ("Morgan van Rhys", "name") in found
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
