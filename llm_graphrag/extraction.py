@@ -1279,6 +1279,9 @@ def _verb_follows(low, k, tokens, prev_word):
     return False
 
 
+_AFTER_HEAD = frozenset("of by in on at for from with to into as and or".split())
+
+
 def _participle(low, k, tokens, prev_class, prev_word):
     """An -ing/-ed word is a modifier before a noun after a determiner or list separator."""
     nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
@@ -1292,6 +1295,11 @@ def _participle(low, k, tokens, prev_class, prev_word):
         and nxt.isalpha() and nxt.islower() and word_class(nxt) in ("noun", "ambiguous")
     ):
         return "noun"  # a compound: "unit testing framework", "the Tcl scripting language"
+    if (
+        low.endswith("ing") and low not in VERB_FORMS and prev_class in ("noun", "mod")
+        and (not nxt or not nxt[0].isalnum() or nxt.lower() in _AFTER_HEAD)
+    ):
+        return "noun"  # a compound's head before a preposition or a stop: "an oil painting by"
     if k == 0 and low.endswith("ing") and low in VERB_FORMS:
         return "verb"  # a title's or sentence's opening gerund takes an object: "Enabling sessions"
     if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous") and nxt not in VERB_FORMS:

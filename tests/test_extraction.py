@@ -1057,6 +1057,11 @@ def test_a_phrase_ends_before_a_longer_name_it_runs_into():
     assert ("Welsh surveyor", "concept") in found and ("Morgan van Rhys", "name") in found
 
 
+def test_an_ing_noun_heading_a_compound_before_a_preposition_is_a_noun():
+    found = names(mentions_of("The chapel keeps a wall painting by a local monk and a cave painting."))
+    assert ("wall painting", "concept") in found and ("cave painting", "concept") in found
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
