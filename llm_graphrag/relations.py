@@ -315,6 +315,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_place_in_place(group, masked, sentence))
         if " by " in sentence:
             found.extend(_work_by(group, masked, sentence))
+        if " from " in sentence:
+            found.extend(_noun_from_place(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if ":" in sentence or _THERE_ARE.match(sentence):
@@ -798,6 +800,21 @@ def _work_by(group, masked, sentence):
         described = _described(group, a, masked)
         if described is not a and described.norm != b.norm:
             found.append(RelationCandidate(described, b, "owned_by", 0.7, 1.0, sentence, "patterns"))
+    return found
+
+
+def _noun_from_place(group, masked, sentence):
+    """"Ada, a weaver from Leeds", "a farmer from Kent": the one a noun describes comes from
+    (is located in) the name after "from"."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if (
+            a.type == "concept" and b.type == "name" and b.name[:1].isupper()
+            and masked[a.end : b.start] == " from " and word_class(a.name.split()[-1].lower()) == "noun"
+        ):
+            described = _described(group, a, masked)
+            if described.norm != b.norm:
+                found.append(RelationCandidate(described, b, "located_in", 0.6, 1.0, sentence, "patterns"))
     return found
 
 

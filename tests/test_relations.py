@@ -726,3 +726,9 @@ def test_a_work_by_a_name_is_owned_by_it():
     found = candidates("Ivanhoe is a historical novel by Walter Scott, and the list is sorted by Name.", relations.pattern_relations)
     assert ("Ivanhoe", "owned_by", "Walter Scott", 0.7, 1.0) in found
     assert not [c for c in found if c[1] == "owned_by" and c[2] == "Name"]
+
+
+def test_a_noun_from_a_name_is_located_in_it():
+    found = candidates("Ada Thorne, a weaver from Leeds, sold cloth to a merchant from Bruges.", relations.pattern_relations)
+    assert ("Ada Thorne", "located_in", "Leeds", 0.6, 1.0) in found
+    assert ("merchant", "located_in", "Bruges", 0.6, 1.0) in found
