@@ -1818,6 +1818,30 @@ def _modifier_names(mentions):
     return [m for m in mentions if id(m) not in modifiers or m.norm in alone]
 
 
+_ORIGIN = re.compile(r"[A-Z][\w'’]*-(?:born|based|bred|raised)\s+")
+
+
+def _origins(mentions):
+    """Where a thing comes from is no part of its kind: "a Polish-born physicist" is a
+    physicist; "Polish-born" alone is no name."""
+    result, cut = [], set()
+    for m in mentions:
+        if m.start is not None and m.type in ("concept", "name"):
+            origin = _ORIGIN.match(m.surface)
+            if origin and m.type == "name" and origin.end() >= len(m.surface.rstrip()) or _ORIGIN.fullmatch(m.surface + " "):
+                continue
+            if origin and m.type == "concept":
+                rest = m.surface[origin.end():]
+                m = Mention(rest, m.type, m.start + origin.end(), m.end, m.score, dict(m.features), extractor=m.extractor)
+                m.features["np"] = len(rest.split())
+                m.features.pop("head", None)
+                cut.add((m.start, m.end))
+        result.append(m)
+    if cut:  # the phrase's head, the same span now: the phrase is what stays
+        result = [m for m in result if not (m.features.get("head") and (m.start, m.end) in cut)]
+    return result
+
+
 def _cut_at_names(mentions, text):
     """A phrase that runs into the first words of a longer name ends before that name: "the
     Dutch artist Vincent van" before "Vincent van Gogh" is "Dutch artist"."""
@@ -1872,7 +1896,7 @@ def _title_before_name(m, following, text):
 def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
-    mentions = _modifier_names(_premodifiers(resolve_overlaps(_cut_at_names(mentions, chunk.text)), chunk.text))
+    mentions = _modifier_names(_premodifiers(resolve_overlaps(_cut_at_names(_origins(mentions), chunk.text)), chunk.text))
     corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
     if corefs:
         spans = [(c.start, c.end) for c in corefs]

@@ -1062,6 +1062,12 @@ def test_an_ing_noun_heading_a_compound_before_a_preposition_is_a_noun():
     assert ("wall painting", "concept") in found and ("cave painting", "concept") in found
 
 
+def test_where_a_thing_comes_from_is_no_part_of_its_kind():
+    found = names(mentions_of("Hal Brook was a Welsh-born potter and the Leeds-based mill sold his jugs."))
+    assert ("potter", "concept") in found and ("mill", "concept") in found
+    assert not [n for n, _ in found if "born" in n.lower() or "based" in n.lower()]
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
