@@ -317,6 +317,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_work_by(group, masked, sentence))
         if " from " in sentence:
             found.extend(_noun_from_place(group, masked, sentence))
+        if "capital" in sentence:
+            found.extend(_capitals(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if ":" in sentence or _THERE_ARE.match(sentence):
@@ -800,6 +802,29 @@ def _work_by(group, masked, sentence):
         described = _described(group, a, masked)
         if described is not a and described.norm != b.norm:
             found.append(RelationCandidate(described, b, "owned_by", 0.7, 1.0, sentence, "patterns"))
+    return found
+
+
+_AND_THE = re.compile(r"\s+and\s+(?:also\s+)?the\s+$")
+_SUBJECT_COPULA = re.compile(rf"\s+{_BE}\s")
+
+
+def _capitals(group, masked, sentence):
+    """"Lyon is the capital of Rhône", "Lyon, the capital of Rhône", "Lyon is a city ... and
+    the capital of Rhône": the capital is part of what it is the capital of."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if a.type != "concept" or a.name.lower() not in ("capital", "capital city") or b.type == "concept":
+            continue
+        if masked[a.end : b.start] != " of " or not b.name[:1].isupper():
+            continue
+        described = _described(group, a, masked)
+        if described is a and i and _AND_THE.fullmatch(masked, group[i - 1].end, a.start):
+            first = group[0]
+            if first.type != "concept" and _SUBJECT_COPULA.match(masked, first.end):
+                described = first  # "X is a city ... and the capital of Y"
+        if described is not a and described.norm != b.norm:
+            found.append(RelationCandidate(described, b, "part_of", 0.6, 1.0, sentence, "patterns"))
     return found
 
 

@@ -732,3 +732,10 @@ def test_a_noun_from_a_name_is_located_in_it():
     found = candidates("Ada Thorne, a weaver from Leeds, sold cloth to a merchant from Bruges.", relations.pattern_relations)
     assert ("Ada Thorne", "located_in", "Leeds", 0.6, 1.0) in found
     assert ("merchant", "located_in", "Bruges", 0.6, 1.0) in found
+
+
+def test_a_capital_is_part_of_what_it_is_the_capital_of():
+    found = candidates("Tartu is a town on the Emajõgi and the capital of Tartu County.", relations.pattern_relations)
+    assert ("Tartu", "part_of", "Tartu County", 0.6, 1.0) in found
+    found = candidates("The museum holds Port Ellen, the capital of Islay, on a map.", relations.pattern_relations)
+    assert ("Port Ellen", "part_of", "Islay", 0.6, 1.0) in found
