@@ -777,7 +777,7 @@ def _titled(a, b, masked):
     Lovelace", "her brother John Smith" (a noun after "the" or a possessive, before a name of
     two or more capitalised words)."""
     return (
-        a.type == "concept" and b.type == "name" and masked[a.end : b.start] == " "
+        a.type == "concept" and b.type in _NAMED and masked[a.end : b.start] == " "
         and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
         and word_class(a.name.split()[-1].lower()) == "noun"
         and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None
@@ -797,7 +797,7 @@ def _work_by(group, masked, sentence):
             continue
         if b.type == "concept" and i + 2 < len(group) and _titled(b, group[i + 2], masked):
             b = group[i + 2]
-        if b.type not in ("name", "PERSON", "ORG") or not b.name[:1].isupper():
+        if b.type not in _NAMED or not b.name[:1].isupper():
             continue
         described = _described(group, a, masked)
         if described is not a and described.norm != b.norm:
@@ -805,6 +805,8 @@ def _work_by(group, masked, sentence):
     return found
 
 
+# Names, capitalised or found by NER.
+_NAMED = frozenset(("name", "PERSON", "ORG", "GPE", "PRODUCT"))
 _AND_THE = re.compile(r"\s+and\s+(?:also\s+)?the\s+$")
 _SUBJECT_COPULA = re.compile(rf"\s+{_BE}\s")
 
@@ -834,7 +836,7 @@ def _noun_from_place(group, masked, sentence):
     found = []
     for i, (a, b) in enumerate(zip(group, group[1:])):
         if (
-            a.type == "concept" and b.type == "name" and b.name[:1].isupper()
+            a.type == "concept" and b.type in _NAMED and b.name[:1].isupper()
             and masked[a.end : b.start] == " from " and word_class(a.name.split()[-1].lower()) == "noun"
         ):
             described = _described(group, a, masked)
@@ -849,7 +851,7 @@ def _place_in_place(group, masked, sentence):
     return [
         RelationCandidate(a, b, "located_in", 0.6, 1.0, sentence, "patterns")
         for a, b in zip(group, group[1:])
-        if a.type == "name" and b.type == "name" and masked[a.end : b.start] == " in "
+        if a.type in _NAMED and b.type in _NAMED and masked[a.end : b.start] == " in "
         and a.name[:1].isupper() and b.name[:1].isupper() and a.norm != b.norm
     ]
 

@@ -739,3 +739,15 @@ def test_a_capital_is_part_of_what_it_is_the_capital_of():
     assert ("Tartu", "part_of", "Tartu County", 0.6, 1.0) in found
     found = candidates("The museum holds Port Ellen, the capital of Islay, on a map.", relations.pattern_relations)
     assert ("Port Ellen", "part_of", "Islay", 0.6, 1.0) in found
+
+
+def test_names_typed_by_ner_count_as_names():
+    from llm_graphrag.extraction import Mention
+
+    text = "The Harbour Museum in Port Ellen keeps a map by the surveyor Ada Thorne from Leeds."
+    at = lambda s, typ: Mention(s, typ, text.index(s), text.index(s) + len(s))  # noqa: E731
+    group = [at("Harbour Museum", "ORG"), at("Port Ellen", "GPE"), at("map", "concept"), at("surveyor", "concept"), at("Ada Thorne", "PERSON"), at("Leeds", "GPE")]
+    found = {(c.src.name, c.rel, c.dst.name) for c in relations._place_in_place(group, text, text)}
+    assert found == {("Harbour Museum", "located_in", "Port Ellen")}
+    found = {(c.src.name, c.rel, c.dst.name) for c in relations._titled_names(group, text, text)}
+    assert found == {("Ada Thorne", "is_a", "surveyor")}
