@@ -1954,7 +1954,21 @@ def spacy_mentions(chunk, context):
         typ = SPACY_LABELS.get(ent.label_)
         if typ is None or not ent.text.strip() or _CODE_TOKEN.search(ent.text):
             continue  # code-like tokens stay code ("QuerySet" is no ORG)
+        start, end = ent.start_char, ent.end_char
+        if typ == "DATE":
+            date = _NER_DATE.search(masked, start, end)
+            if date is None or date.end() != end:
+                continue  # a duration or a relative time: "two years later", "the age of twenty-one"
+            start = date.start()  # "around 1440": 1440
         mentions.append(
-            Mention(chunk.text[ent.start_char : ent.end_char], typ, ent.start_char, ent.end_char, 0.85, {"ner": ent.label_}, extractor="spacy")
+            Mention(chunk.text[start:end], typ, start, end, 0.85, {"ner": ent.label_}, extractor="spacy")
         )
     return mentions
+
+
+# What of a date NER found names a time: from a month, a day or a year on ("around 1440",
+# "the late 1990s", "September 1666"), or a century ("the ninth century").
+_NER_DATE = re.compile(
+    r"\b(?:(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
+    r"|\d)[^\n]*|\b[a-z]+(?:-[a-z]+)?\s+(?:century|centuries|millennium)\b"
+)

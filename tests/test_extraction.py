@@ -527,6 +527,26 @@ def test_spacy_named_entities_when_the_extra_is_installed():
     ]
 
 
+def test_spacy_dates_name_a_time_not_a_span_of_it():
+    pytest.importorskip("spacy")
+    assert extraction.spacy_pipeline() is not None, "pip install 'datasette-graphrag[spacy]'"
+    mentions = [
+        (m.surface, m.type) for m in extraction.spacy_mentions(
+            ChunkText(1, 1, "The mill opened around 1788 and closed two years later, in the nineteenth century.", title=""),
+            _ner_context("The mill opened around 1788 and closed two years later, in the nineteenth century."),
+        ) if m.type == "DATE"
+    ]
+    assert ("two years later", "DATE") not in mentions
+    assert ("around 1788", "DATE") not in mentions
+    assert all(surface in ("1788", "nineteenth century") for surface, _ in mentions)
+
+
+def _ner_context(text):
+    context = ExtractionContext(extraction.ExtractionSettings(ner="auto"))
+    context.start_document([ChunkText(1, 1, text, title="")])
+    return context
+
+
 def test_descriptions_drop_markdown_bold_markers(tmp_path):
     from llm_graphrag.db import open_database
     from llm_graphrag.ingest import ingest_docs
