@@ -109,7 +109,7 @@ _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?(?:produced|generated|emitted|yielded|created|built)\s+{_ADV}by\b", "produces", 0.7, True),
     (r"\b(?:produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
-    (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b", "located_in", 0.75, False),
+    (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b|\b(?:based|headquartered)\s+in\b", "located_in", 0.75, False),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
     (rf"\b{_BE}\s+{_ADV}(?:stored|kept|installed|placed|saved)\s+{_ADV}(?:in|on|at|under)\b|\b(?:lives?|resides?|occurs?)\s+(?:in|on|at)\b", "located_in", 0.7, False),
     # What a thing is made of is part of it: "water is made of hydrogen and oxygen".
@@ -128,7 +128,7 @@ TRIGGER_LEADS = frozenset(
     directed published authored developed established specified described
     documented standardised standardized defines define specifies specify such including like
     causes cause caused leads lead led results result triggers produces produce produced
-    generates generate generated creates create created built emitted yielded releases release emits emit builds build yields forms
+    generates generate generated creates create created built based headquartered emitted yielded releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
     becomes become became lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
@@ -251,6 +251,8 @@ def pattern_relations(chunk, mentions, context):
                 continue  # "has not been included with": what a sentence denies is no relation
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
             if left is not None and not _finite(match.group()):
+                if rel == "located_in" and left.type == "concept":
+                    left = _phrase_head(group, left, masked)
                 left = _described(group, left, masked)
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
@@ -529,6 +531,18 @@ def _apposition_head(group, index, masked):
 
 
 _DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}")
+
+
+_OF_FOR = re.compile(r"\s+(?:for|of)\s+(?:the\s+)?")
+
+
+def _phrase_head(group, left, masked):
+    """The noun a prepositional phrase hangs on, where a place participle follows it: in "a
+    society for science based in London" the society is."""
+    i = group.index(left)
+    if i and group[i - 1].type == "concept" and _OF_FOR.fullmatch(masked, group[i - 1].end, left.start):
+        return group[i - 1]
+    return left
 
 
 def _described(group, left, masked):

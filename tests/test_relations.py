@@ -751,3 +751,9 @@ def test_names_typed_by_ner_count_as_names():
     assert found == {("Harbour Museum", "located_in", "Port Ellen")}
     found = {(c.src.name, c.rel, c.dst.name) for c in relations._titled_names(group, text, text)}
     assert found == {("Ada Thorne", "is_a", "surveyor")}
+
+
+def test_based_in_after_a_phrase_places_the_noun_the_phrase_hangs_on():
+    found = candidates("The Quill Press is a printing house for almanacs based in Leeds.", relations.pattern_relations)
+    assert ("Quill Press", "located_in", "Leeds", 0.75, 1.0) in found
+    assert not [c for c in found if c[0] == "almanacs"]
