@@ -249,11 +249,12 @@ def bench_speed(runs, limit, compare):
 
 def load_golden():
     """Every passage of every ``*.yaml`` file under ``tests/golden/``, files in name order;
-    each is tagged with its half: ``even`` or ``odd`` position within its file."""
+    each is tagged with its half (``even`` or ``odd`` position within its file) and its file's
+    stem."""
     passages = []
     for path in sorted(GOLDEN.glob("*.yaml")):
         for position, passage in enumerate(yaml.safe_load(path.read_text())):
-            passages.append({**passage, "half": "odd" if position % 2 else "even"})
+            passages.append({**passage, "half": "odd" if position % 2 else "even", "file": path.stem})
     return passages
 
 
@@ -341,13 +342,18 @@ def evaluate(passages, predictions):
     }
 
 
-def bench_quality(split=None):
+def bench_quality(split=None, file=None):
     """Scores on the whole golden set, or on one half of it (``even``: the passages at even
-    positions within each file, the half rules are tuned on; ``odd``: the check half).
-    Every passage is extracted either way, so the halves are scored on the same graph."""
+    positions within each file, the half rules are tuned on; ``odd``: the check half), or on
+    one file's passages (``file``: its stem, such as ``science``). Every passage is extracted
+    either way, so halves and files are scored on the same graph."""
     passages = load_golden()
     with tempfile.TemporaryDirectory() as tmp:
         predictions = predict(passages, pathlib.Path(tmp) / "golden.db")
+    if file:
+        if not any(p["file"] == file for p in passages):
+            sys.exit(f"No golden file {GOLDEN / file}.yaml")
+        passages = [p for p in passages if p["file"] == file]
     if split:
         passages = [p for p in passages if p["half"] == split]
     return evaluate(passages, predictions)
@@ -363,12 +369,21 @@ def main():
         help="score one half of the golden set: even (tuning) or odd (check) positions per file",
     )
     parser.add_argument(
+        "--ner", choices=("off", "auto"), default=SETTINGS["ner"],
+        help="spaCy NER for the quality scores: off (the default, as installed) or auto (where spaCy loads)",
+    )
+    parser.add_argument(
+        "--file", metavar="STEM",
+        help="score one golden file only, by its name without .yaml (e.g. encyclopedic)",
+    )
+    parser.add_argument(
         "--compare", action="store_true",
         help="before each run, time one with workers=0 (everything in one process)",
     )
     args = parser.parse_args()
+    SETTINGS["ner"] = args.ner
     report = {"machine": machine()}
-    report["quality"] = bench_quality(args.split)
+    report["quality"] = bench_quality(args.split, args.file)
     if not args.quality_only:
         report["speed"] = bench_speed(args.runs, args.limit, args.compare)
     print(json.dumps(report, indent=2))

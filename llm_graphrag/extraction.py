@@ -400,7 +400,8 @@ _FOOTNOTE = re.compile(r"\[#?[\w-]*\]_")
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+([^\n]+)$|^([^\n]+)\n([=\-~^\"'`#*+])\3{2,}[ \t]*$", re.M)
 _UNDERLINE_START = re.compile(r"\n([=\-~^\"'`#*+])\1\1")  # what an underlined heading holds
 
-_WORD = re.compile(r"[A-Za-z][\w]*(?:[.'’/-][A-Za-z0-9_]+)*|\d+(?:\.\d+)*")
+# A word opens with a letter, accented ones too ("Émile", "Saint-Rémy-de-Provence").
+_WORD = re.compile(r"[^\W\d_][\w]*(?:[.'’/-]\w+)*|\d+(?:\.\d+)*")
 # Sentence ends: [.!?] and closing quotes before a space; a blank line; a line break before
 # a list item or a Markdown heading. Written to open with one character class, which
 # lets the regex engine skip ahead to candidates.
@@ -893,16 +894,22 @@ _ID = re.compile(r"\b(?:[A-Z][A-Z0-9]{1,}-\d+[A-Z0-9]*(?:-\d+)*|CVE-\d{4}-\d+|(?
 # What every match of the three patterns above and the year's below holds: cheap to find.
 _DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
 _DASH_DIGIT = re.compile(r"-\d")
-_YEAR_DIGITS = re.compile(r"(?:1[6-9]|20)\d\d")
+_YEAR_DIGITS = re.compile(r"1\d\d\d|20\d\d")
+# A year after a preposition (one opening a sentence too: "In 1903", "Since 1941") or a
+# month; before 1600 only after a preposition and with no plural noun next ("born in 1304",
+# not "in 1200 bytes").
 _YEAR = re.compile(
-    r"(?:\b(?:in|since|from|until|by|of|before|after|during|around|early|late|mid)\s+"
+    r"(?:\b(?P<preposition>(?i:in|since|from|until|by|of|before|after|during|around|early|late|mid))\s+"
     r"(?:the\s+)?(?:(?:early|late|mid)\s+)?|\b(?:January|February|March|April|May|June|July|"
     r"August|September|October|November|December)\s+(?:\d{1,2},\s+)?"
     # A copyright or a byline: "Copyright (c) 2004", "© 2004", "2004, Ada Lovelace" opening
     # a line, "(2004)".
     r"|\b[Cc]opyright\s+(?:\([Cc]\)\s+|©\s+)?|©\s*|\([Cc]\)\s+|(?m:^)[ \t]*(?=\d{4},\s+[A-Z])|\((?=\d{4}\)))"
-    r"((?:1[6-9]|20)\d\d(?:s|-\d\d-\d\d)?)\b"
+    r"(?P<year>(?:1\d|20)\d\d(?:s|-\d\d-\d\d)?)\b"
 )
+_PLURAL_NEXT = re.compile(r"\s+[a-z]+s\b")
+# A year joined to the one before: "in 1605 and 1615", "in 1914, 1918 or 1939", "1939-1945".
+_NEXT_YEAR = re.compile(r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|to)\s+|\s*[–-]\s*)((?:1\d|20)\d\d(?:s)?)\b(?!\.?\d)")
 
 
 def pattern_mentions(chunk, context):
@@ -922,7 +929,13 @@ def pattern_mentions(chunk, context):
     for match in _ID.finditer(masked) if _DASH_DIGIT.search(masked) else ():
         mentions.append(Mention(match.group(), "id", match.start(), match.end(), 0.9, {"regex": "id"}, extractor="patterns"))
     for match in _YEAR.finditer(masked) if _YEAR_DIGITS.search(masked) else ():
-        mentions.append(Mention(match.group(1), "DATE", match.start(1), match.end(1), 0.8, {"regex": "year"}, extractor="patterns"))
+        if match["year"] < "1600" and (not match["preposition"] or _PLURAL_NEXT.match(masked, match.end())):
+            continue
+        mentions.append(Mention(match["year"], "DATE", match.start("year"), match.end("year"), 0.8, {"regex": "year"}, extractor="patterns"))
+        following = _NEXT_YEAR.match(masked, match.end())
+        while following:
+            mentions.append(Mention(following.group(1), "DATE", following.start(1), following.end(1), 0.8, {"regex": "year"}, extractor="patterns"))
+            following = _NEXT_YEAR.match(masked, following.end())
     for match in _CITED_TITLE.finditer(masked) if "ee " in masked else ():  # "See", "see"
         title = match.group(1)
         if len(title.split()) <= 8 and title.lower() not in HEADING_STOPLIST:
@@ -1266,6 +1279,9 @@ def _verb_follows(low, k, tokens, prev_word):
     return False
 
 
+_AFTER_HEAD = frozenset("of by in on at for from with to into as and or".split())
+
+
 def _participle(low, k, tokens, prev_class, prev_word):
     """An -ing/-ed word is a modifier before a noun after a determiner or list separator."""
     nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
@@ -1279,6 +1295,11 @@ def _participle(low, k, tokens, prev_class, prev_word):
         and nxt.isalpha() and nxt.islower() and word_class(nxt) in ("noun", "ambiguous")
     ):
         return "noun"  # a compound: "unit testing framework", "the Tcl scripting language"
+    if (
+        low.endswith("ing") and low not in VERB_FORMS and prev_class in ("noun", "mod")
+        and (not nxt or not nxt[0].isalnum() or nxt.lower() in _AFTER_HEAD)
+    ):
+        return "noun"  # a compound's head before a preposition or a stop: "an oil painting by"
     if k == 0 and low.endswith("ing") and low in VERB_FORMS:
         return "verb"  # a title's or sentence's opening gerund takes an object: "Enabling sessions"
     if nxt and nxt.islower() and word_class(nxt) in ("noun", "ambiguous") and nxt not in VERB_FORMS:
@@ -1797,6 +1818,51 @@ def _modifier_names(mentions):
     return [m for m in mentions if id(m) not in modifiers or m.norm in alone]
 
 
+_ORIGIN = re.compile(r"[A-Z][\w'’]*-(?:born|based|bred|raised)\s+")
+
+
+def _origins(mentions):
+    """Where a thing comes from is no part of its kind: "a Polish-born physicist" is a
+    physicist; "Polish-born" alone is no name."""
+    result, cut = [], set()
+    for m in mentions:
+        if m.start is not None and m.type in ("concept", "name"):
+            origin = _ORIGIN.match(m.surface)
+            if origin and m.type == "name" and origin.end() >= len(m.surface.rstrip()) or _ORIGIN.fullmatch(m.surface + " "):
+                continue
+            if origin and m.type == "concept":
+                rest = m.surface[origin.end():]
+                m = Mention(rest, m.type, m.start + origin.end(), m.end, m.score, dict(m.features), extractor=m.extractor)
+                m.features["np"] = len(rest.split())
+                m.features.pop("head", None)
+                cut.add((m.start, m.end))
+        result.append(m)
+    if cut:  # the phrase's head, the same span now: the phrase is what stays
+        result = [m for m in result if not (m.features.get("head") and (m.start, m.end) in cut)]
+    return result
+
+
+def _cut_at_names(mentions, text):
+    """A phrase that runs into the first words of a longer name ends before that name: "the
+    Dutch artist Vincent van" before "Vincent van Gogh" is "Dutch artist"."""
+    names = [m for m in mentions if m.type == "name" and m.start is not None and " " in m.name]
+    if not names:
+        return mentions
+    result = []
+    for m in mentions:
+        if m.type == "concept" and m.start is not None:
+            for n in names:
+                if m.start < n.start < m.end < n.end:
+                    cut = text[m.start : n.start].rstrip()
+                    if not cut:
+                        break
+                    m = Mention(cut, m.type, m.start, m.start + len(cut), m.score, dict(m.features), extractor=m.extractor)
+                    m.features["np"] = len(cut.split())
+                    break
+        result.append(m)
+    return result
+
+
 def _premodifiers(mentions, text):
     """Less the one-word concepts that stand right before a name or code span, as its
     modifier: "a genuine Cross Site Request Forgery", "every incoming `HttpRequest`"."""
@@ -1807,15 +1873,30 @@ def _premodifiers(mentions, text):
             and following.type not in ("concept", "version", "DATE", "step")
             and following.start - m.end <= 2 and text[m.end : following.start].strip(" `*") == ""
             and not m.name.endswith("s")
+            and not _title_before_name(m, following, text)
         ):
             drop.add(id(m))
     return [m for m in mentions if id(m) not in drop] if drop else mentions
 
 
+_DETERMINER_BEFORE = re.compile(r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
+
+
+def _title_before_name(m, following, text):
+    """A noun after "the" or a possessive, right before a name of two or more capitalised
+    words, is that person's or thing's title, not its modifier: "the farmer Ada Lovelace",
+    "her brother John Smith"."""
+    return (
+        following.type == "name" and " " in following.name.strip() and following.name[:1].isupper()
+        and word_class(m.name.lower()) == "noun"
+        and _DETERMINER_BEFORE.search(text, max(0, m.start - 8), m.start) is not None
+    )
+
+
 def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
-    mentions = _modifier_names(_premodifiers(resolve_overlaps(mentions), chunk.text))
+    mentions = _modifier_names(_premodifiers(resolve_overlaps(_cut_at_names(_origins(mentions), chunk.text)), chunk.text))
     corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
     if corefs:
         spans = [(c.start, c.end) for c in corefs]
@@ -1873,7 +1954,21 @@ def spacy_mentions(chunk, context):
         typ = SPACY_LABELS.get(ent.label_)
         if typ is None or not ent.text.strip() or _CODE_TOKEN.search(ent.text):
             continue  # code-like tokens stay code ("QuerySet" is no ORG)
+        start, end = ent.start_char, ent.end_char
+        if typ == "DATE":
+            date = _NER_DATE.search(masked, start, end)
+            if date is None or date.end() != end:
+                continue  # a duration or a relative time: "two years later", "the age of twenty-one"
+            start = date.start()  # "around 1440": 1440
         mentions.append(
-            Mention(chunk.text[ent.start_char : ent.end_char], typ, ent.start_char, ent.end_char, 0.85, {"ner": ent.label_}, extractor="spacy")
+            Mention(chunk.text[start:end], typ, start, end, 0.85, {"ner": ent.label_}, extractor="spacy")
         )
     return mentions
+
+
+# What of a date NER found names a time: from a month, a day or a year on ("around 1440",
+# "the late 1990s", "September 1666"), or a century ("the ninth century").
+_NER_DATE = re.compile(
+    r"\b(?:(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
+    r"|\d)[^\n]*|\b[a-z]+(?:-[a-z]+)?\s+(?:century|centuries|millennium)\b"
+)

@@ -89,6 +89,9 @@ _PATTERNS = [
     # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
     (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
+    # A maker named by a participle with no copula, a year between: "a theory proposed by
+    # X", "founded in 1865 by X", "the novel written by X".
+    (rf"\b(?:co-)?(?:founded|proposed|invented|designed|composed|painted|directed|published|authored|developed|written|established)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
@@ -106,7 +109,7 @@ _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?(?:produced|generated|emitted|yielded|created|built)\s+{_ADV}by\b", "produces", 0.7, True),
     (r"\b(?:produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
-    (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b", "located_in", 0.75, False),
+    (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b|\b(?:based|headquartered)\s+in\b", "located_in", 0.75, False),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
     (rf"\b{_BE}\s+{_ADV}(?:stored|kept|installed|placed|saved)\s+{_ADV}(?:in|on|at|under)\b|\b(?:lives?|resides?|occurs?)\s+(?:in|on|at)\b", "located_in", 0.7, False),
     # What a thing is made of is part of it: "water is made of hydrogen and oxygen".
@@ -121,10 +124,11 @@ TRIGGER_LEADS = frozenset(
     """is are was were be been being used uses use using utilises utilizes employs powered calls
     depends depend depending relies rely relying requires require needs belongs belong found
     contains contain includes include consists comprises bundles bundle ships integrates
-    integrate interoperates owns maintains maintain as originally defined specified described
+    integrate interoperates owns maintains maintain as originally defined co founded proposed invented designed composed painted
+    directed published authored developed established specified described
     documented standardised standardized defines define specifies specify such including like
     causes cause caused leads lead led results result triggers produces produce produced
-    generates generate generated creates create created built emitted yielded releases release emits emit builds build yields forms
+    generates generate generated creates create created built based headquartered emitted yielded releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
     becomes become became lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
@@ -237,7 +241,7 @@ def pattern_relations(chunk, mentions, context):
             if any(a < t_end and t_start < b for a, b in used):
                 continue
             inside = group[bisect_right(ends, t_start) : bisect_left(starts, t_end)]
-            if any(m.type != "concept" or m.start <= t_start or m.end > t_end for m in inside):
+            if any(m.type not in ("concept", "DATE") or m.start <= t_start or m.end > t_end for m in inside):
                 continue  # the trigger is in a mention ("data interchange format"), not "is a subclass of"
             if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
                 continue
@@ -247,6 +251,8 @@ def pattern_relations(chunk, mentions, context):
                 continue  # "has not been included with": what a sentence denies is no relation
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
             if left is not None and not _finite(match.group()):
+                if rel == "located_in" and left.type == "concept":
+                    left = _phrase_head(group, left, masked)
                 left = _described(group, left, masked)
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
@@ -306,6 +312,15 @@ def pattern_relations(chunk, mentions, context):
                         continue
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
+        found.extend(_titled_names(group, masked, sentence))
+        if " in " in sentence:
+            found.extend(_place_in_place(group, masked, sentence))
+        if " by " in sentence:
+            found.extend(_work_by(group, masked, sentence))
+        if " from " in sentence:
+            found.extend(_noun_from_place(group, masked, sentence))
+        if "capital" in sentence:
+            found.extend(_capitals(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if ":" in sentence or _THERE_ARE.match(sentence):
@@ -518,6 +533,18 @@ def _apposition_head(group, index, masked):
 _DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}")
 
 
+_OF_FOR = re.compile(r"\s+(?:for|of)\s+(?:the\s+)?")
+
+
+def _phrase_head(group, left, masked):
+    """The noun a prepositional phrase hangs on, where a place participle follows it: in "a
+    society for science based in London" the society is."""
+    i = group.index(left)
+    if i and group[i - 1].type == "concept" and _OF_FOR.fullmatch(masked, group[i - 1].end, left.start):
+        return group[i - 1]
+    return left
+
+
 def _described(group, left, masked):
     """What a participle after a describing noun is said of: in "Chlorophyll is a pigment
     found in chloroplasts" and "Tk, a toolkit implemented with Tcl", the named thing."""
@@ -546,10 +573,12 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
         return result  # a comma parts only coordinate adjectives: "is the new, asynchronous-friendly standard"
     if i + 1 < len(group) and _POSSESSIVE.fullmatch(masked, first.end, group[i + 1].start):
         first, i = group[i + 1], i + 1  # "using the package's build system": the build system
-    if first.type == "concept" and " " not in first.name and i + 1 < len(group):
+    if first.type == "concept" and i + 1 < len(group):
         following = group[i + 1]
-        if following.type != "concept" and not masked[first.end : following.start].strip():
-            first, i = following, i + 1  # "internet RFC 1321" -> RFC 1321
+        if following.type != "concept" and not masked[first.end : following.start].strip() and (
+            " " not in first.name or _titled(first, following, masked)
+        ):
+            first, i = following, i + 1  # "internet RFC 1321" -> RFC 1321; "the mining engineer Ada Byron" -> Ada Byron
     result.append((first, gap))
     previous = first
     clause = s_start is not None and _SUBORDINATE.match(masked, s_start) and "," not in masked[s_start:position]
@@ -754,6 +783,99 @@ def _added_to(group, masked, sentence, s_start, s_end):
 
 
 _PAREN = re.compile(r"^\s*\(\s*$")
+_TITLE_OPENING = re.compile(r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+(?:[\w-]+\s+)?$")
+
+
+def _titled(a, b, masked):
+    """Whether concept ``a`` is the title of name ``b`` right after it: "the architect Ada
+    Lovelace", "her brother John Smith" (a noun after "the" or a possessive, before a name of
+    two or more capitalised words)."""
+    return (
+        a.type == "concept" and b.type in _NAMED and masked[a.end : b.start] == " "
+        and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
+        and word_class(a.name.split()[-1].lower()) == "noun"
+        and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None
+    )
+
+
+_BY = re.compile(r"\s+by\s+(?:the\s+)?")
+
+
+def _work_by(group, masked, sentence):
+    """"Ivanhoe is a novel by Walter Scott", "Ivanhoe, a novel by Walter Scott": what the
+    noun describes is owned by the name after "by" (after its title: "by the poet X")."""
+    found = []
+    for i in range(1, len(group) - 1):
+        a, b = group[i], group[i + 1]
+        if a.type != "concept" or not _BY.fullmatch(masked, a.end, b.start):
+            continue
+        if b.type == "concept" and i + 2 < len(group) and _titled(b, group[i + 2], masked):
+            b = group[i + 2]
+        if b.type not in _NAMED or not b.name[:1].isupper():
+            continue
+        described = _described(group, a, masked)
+        if described is not a and described.norm != b.norm:
+            found.append(RelationCandidate(described, b, "owned_by", 0.7, 1.0, sentence, "patterns"))
+    return found
+
+
+# Names, capitalised or found by NER.
+_NAMED = frozenset(("name", "PERSON", "ORG", "GPE", "PRODUCT"))
+_AND_THE = re.compile(r"\s+and\s+(?:also\s+)?the\s+$")
+_SUBJECT_COPULA = re.compile(rf"\s+{_BE}\s")
+
+
+def _capitals(group, masked, sentence):
+    """"Lyon is the capital of Rhône", "Lyon, the capital of Rhône", "Lyon is a city ... and
+    the capital of Rhône": the capital is part of what it is the capital of."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if a.type != "concept" or a.name.lower() not in ("capital", "capital city") or b.type == "concept":
+            continue
+        if masked[a.end : b.start] != " of " or not b.name[:1].isupper():
+            continue
+        described = _described(group, a, masked)
+        if described is a and i and _AND_THE.fullmatch(masked, group[i - 1].end, a.start):
+            first = group[0]
+            if first.type != "concept" and _SUBJECT_COPULA.match(masked, first.end):
+                described = first  # "X is a city ... and the capital of Y"
+        if described is not a and described.norm != b.norm:
+            found.append(RelationCandidate(described, b, "part_of", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+def _noun_from_place(group, masked, sentence):
+    """"Ada, a weaver from Leeds", "a farmer from Kent": the one a noun describes comes from
+    (is located in) the name after "from"."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if (
+            a.type == "concept" and b.type in _NAMED and b.name[:1].isupper()
+            and masked[a.end : b.start] == " from " and word_class(a.name.split()[-1].lower()) == "noun"
+        ):
+            described = _described(group, a, masked)
+            if described.norm != b.norm:
+                found.append(RelationCandidate(described, b, "located_in", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+def _place_in_place(group, masked, sentence):
+    """"the Museum of Ships in Port Ellen", "Skye in Scotland": a name right before "in" and
+    another name is located in it."""
+    return [
+        RelationCandidate(a, b, "located_in", 0.6, 1.0, sentence, "patterns")
+        for a, b in zip(group, group[1:])
+        if a.type in _NAMED and b.type in _NAMED and masked[a.end : b.start] == " in "
+        and a.name[:1].isupper() and b.name[:1].isupper() and a.norm != b.norm
+    ]
+
+
+def _titled_names(group, masked, sentence):
+    """A name is what its title says: "the architect Ada Lovelace" is_a architect."""
+    return [
+        RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns")
+        for a, b in zip(group, group[1:]) if _titled(a, b, masked)
+    ]
 
 
 def _acronyms(group, masked, sentence):

@@ -527,6 +527,26 @@ def test_spacy_named_entities_when_the_extra_is_installed():
     ]
 
 
+def test_spacy_dates_name_a_time_not_a_span_of_it():
+    pytest.importorskip("spacy")
+    assert extraction.spacy_pipeline() is not None, "pip install 'datasette-graphrag[spacy]'"
+    mentions = [
+        (m.surface, m.type) for m in extraction.spacy_mentions(
+            ChunkText(1, 1, "The mill opened around 1788 and closed two years later, in the nineteenth century.", title=""),
+            _ner_context("The mill opened around 1788 and closed two years later, in the nineteenth century."),
+        ) if m.type == "DATE"
+    ]
+    assert ("two years later", "DATE") not in mentions
+    assert ("around 1788", "DATE") not in mentions
+    assert all(surface in ("1788", "nineteenth century") for surface, _ in mentions)
+
+
+def _ner_context(text):
+    context = ExtractionContext(extraction.ExtractionSettings(ner="auto"))
+    context.start_document([ChunkText(1, 1, text, title="")])
+    return context
+
+
 def test_descriptions_drop_markdown_bold_markers(tmp_path):
     from llm_graphrag.db import open_database
     from llm_graphrag.ingest import ingest_docs
@@ -1027,6 +1047,45 @@ def test_a_year_in_a_copyright_or_a_byline_is_a_date():
     assert years("Copyright (c) 1998 Ada Lovelace. The gauge paper (2011) and © 2020 Basin.") == ["1998", "2011", "2020"]
     # A number that only looks like a year is none.
     assert years("It has 2004 lines, and port 2020 is open.") == []
+
+
+def test_a_year_opening_a_sentence_an_early_year_and_a_year_joined_to_one_are_dates():
+    def years(text):
+        return [m.name for m in mentions_of(text, extractors=(extraction.pattern_mentions,)) if m.type == "DATE"]
+
+    assert years("In 1887 the mill burned. Since 1952 the bridge stands.") == ["1887", "1952"]
+    assert years("The abbey was built around 1120 and rebuilt in 1350.") == ["1120", "1350"]
+    assert years("The almanac came out in 1751 and 1763, the atlas from 1914 to 1918.") == ["1751", "1763", "1914", "1918"]
+    # A count after a preposition is none, nor an early number without one.
+    assert years("The mill grinds 1200 sacks in 1500 hours; in 1200 bytes, 2020.1 and 1400.") == []
+
+
+def test_a_name_with_accented_letters_is_one_name():
+    text = "The ferry sails from Århus to Ølstykke, and the guide Zoë Brontë-Lévêque waits in São Tomé."
+    found = [m.name for m in mentions_of(text, extractors=(extraction.name_mentions,))]
+    assert found == ["Århus", "Ølstykke", "Zoë Brontë-Lévêque", "São Tomé"]
+
+
+def test_a_title_before_a_full_name_stays_a_concept():
+    found = names(mentions_of("The parcel went to the gardener Rosa Whitlock and to her cousin Tom Ashby."))
+    assert ("gardener", "concept") in found and ("Rosa Whitlock", "name") in found
+    assert ("cousin", "concept") in found and ("Tom Ashby", "name") in found
+
+
+def test_a_phrase_ends_before_a_longer_name_it_runs_into():
+    found = names(mentions_of("The gauge was read by the Welsh surveyor Morgan van Rhys at dawn."))
+    assert ("Welsh surveyor", "concept") in found and ("Morgan van Rhys", "name") in found
+
+
+def test_an_ing_noun_heading_a_compound_before_a_preposition_is_a_noun():
+    found = names(mentions_of("The chapel keeps a wall painting by a local monk and a cave painting."))
+    assert ("wall painting", "concept") in found and ("cave painting", "concept") in found
+
+
+def test_where_a_thing_comes_from_is_no_part_of_its_kind():
+    found = names(mentions_of("Hal Brook was a Welsh-born potter and the Leeds-based mill sold his jugs."))
+    assert ("potter", "concept") in found and ("mill", "concept") in found
+    assert not [n for n, _ in found if "born" in n.lower() or "based" in n.lower()]
 
 
 def test_an_opening_gerund_of_a_verb_takes_an_object():
