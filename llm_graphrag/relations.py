@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import heading_lines, word_class
+from .extraction import TITLE_DETERMINER, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -783,13 +783,14 @@ def _added_to(group, masked, sentence, s_start, s_end):
 
 
 _PAREN = re.compile(r"^\s*\(\s*$")
-_TITLE_OPENING = re.compile(r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+(?:[\w-]+\s+)?$")
+_TITLE_OPENING = re.compile(TITLE_DETERMINER + r"(?:[\w-]+\s+)?$")  # "the (Dutch) artist"
 
 
 def _titled(a, b, masked):
     """Whether concept ``a`` is the title of name ``b`` right after it: "the architect Ada
     Lovelace", "her brother John Smith" (a noun after "the" or a possessive, before a name of
-    two or more capitalised words)."""
+    two or more capitalised words); ``extraction._title_before_name`` keeps such a title a
+    mention of its own."""
     return (
         a.type == "concept" and b.type in _NAMED and masked[a.end : b.start] == " "
         and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
