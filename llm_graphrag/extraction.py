@@ -161,7 +161,7 @@ _IRREGULAR_VERB_FORMS = """am is are was were been being be has had having does 
     told found left kept held brought began begun ran wrote written read said sent built
     spent stood understood meant became become chose chosen fell fallen felt grew grown
     heard hid hidden lay laid lain led lost paid rose risen sat shown sold stuck struck
-    taught threw thrown won wore worn""".split()
+    taught threw thrown won wore worn born borne""".split()
 
 GENERIC_NOUNS = frozenset(
     """thing things way ways lot lots kind kinds sort sorts example examples case cases
@@ -174,7 +174,7 @@ GENERIC_NOUNS = frozenset(
     default defaults effect effects form forms sense respect regard situation situations
     rest total start end beginning top bottom front words word need needs lack deal idea
     ideas approach attempt attempts change changes difference differences help yes type
-    types see also""".split()
+    types see also year years month months week weeks day days hour hours minute minutes""".split()
 )
 
 COMMON_ADJECTIVES = frozenset(
@@ -199,6 +199,14 @@ KEEP_ADJECTIVES = frozenset("standard open native pure built-in".split())
 ADJECTIVE_NOUNS = frozenset("standard standards potential official".split())
 # A name followed by one of these is just that name: "OpenSSL library", ":mod:`json` module".
 KIND_NOUNS = frozenset("library libraries module modules project projects program tool suite toolkit website site".split())
+# The kinds of things code names: in "the `user` attribute" the code span names the
+# attribute, and the kind word after it no thing of its own.
+CODE_KIND_NOUNS = frozenset(
+    """function functions method methods class classes object objects attribute attributes
+    argument arguments parameter parameters setting settings option options variable variables
+    field fields command commands file files type types header headers exception exceptions
+    decorator decorators keyword keywords flag flags property properties constant constants""".split()
+)
 
 _ADJ_SUFFIXES = ("ous", "ful", "ive", "able", "ible", "less", "ish", "ical", "ular", "istic")
 _LY_NOUNS = frozenset("family assembly supply reply anomaly butterfly italy july fly ally belly jelly rally".split())
@@ -228,6 +236,7 @@ HEADING_STOPLIST = frozenset(
 )
 NAME_CONNECTORS = frozenset("of for de van von der den la le du da di & the".split())
 UNITS = frozenset("KiB MiB GiB TiB KB MB GB TB kB Kb Mb Gb ms us ns Hz kHz MHz GHz dB dBm mA mV kW MW mm cm km kg mg".split())
+MONTHS = frozenset("January February March April May June July August September October November December".split())
 SHOUTING = frozenset("NOT ALL NOTE TODO OK OR AND THE IS IN ON IF NO A AN TO".split())
 
 
@@ -1046,8 +1055,8 @@ def name_mentions(chunk, context):
                     pass  # acronyms and mixed case are names wherever they stand
                 elif at_start and w not in proper:
                     continue  # "Frogs are amphibians": a capitalised common word
-                elif len(w) < 2:
-                    continue
+                elif len(w) < 2 or w in MONTHS:
+                    continue  # a month alone is a time of year; "June 1889" is a date, its year the entity
             a, b = span_tokens[0][0], span_tokens[-1][1]
             if words[-1].endswith(("'s", "’s")):
                 b -= 2
@@ -1086,6 +1095,13 @@ def _superlative(word):
     )
 
 
+_NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve".split())
+_CARDINALS = _NUMBER_WORDS | frozenset(
+    """thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty
+    sixty seventy eighty ninety hundred thousand million billion""".split()
+)
+
+
 @lru_cache(maxsize=100_000)
 def word_class(word):
     """Context-free class of a lower-case word: stop, verb, ambiguous, adverb, adj, noun."""
@@ -1093,6 +1109,8 @@ def word_class(word):
         return "stop"
     if word[0].isdigit():
         return "number"
+    if all(part in _CARDINALS for part in word.split("-")):
+        return "stop"  # a count, no thing: "thirty years", "at the age of twenty-one"
     if word in AMBIGUOUS_FORMS:
         return "ambiguous"
     if word in VERB_FORMS:
@@ -1259,7 +1277,6 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
     return cls
 
 
-_NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve".split())
 
 
 def _verb_follows(low, k, tokens, prev_word):
@@ -1344,6 +1361,20 @@ def _adverb_compound(word):
     return "-" in word and len(first) > 4 and first.endswith("ly") and word_class(first) == "adverb"
 
 
+_HEADING_WORDS = re.compile(r"<[^>\n]*>|[^\W\d_]+")
+
+
+def _stock_heading(text, start, end):
+    """Whether ``start``-``end`` lies in a heading made of section words only ("1.
+    Introduction", "See also"): such a heading names a part of the page, no thing."""
+    for h_start, h_end in _heading_spans(text):
+        if h_start <= start and end <= h_end:
+            return all(
+                w.startswith("<") or w.lower() in HEADING_STOPLIST for w in _HEADING_WORDS.findall(text, h_start, h_end)
+            )
+    return False
+
+
 def _emit(run, mentions, text):
     if not run:
         return
@@ -1369,9 +1400,13 @@ def _emit(run, mentions, text):
     if head in KIND_NOUNS and (run[0][3] == "mod" or text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``")):
         if len(words) == 1 or all(r[3] == "mod" for r in run[:-1]):
             return  # "the OpenSSL library", "the :mod:`csv` module"
+    if len(words) == 1 and head in CODE_KIND_NOUNS and text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``"):
+        return  # "the `user` attribute", "the ``HttpRequest`` object"
     if len(words) == 1 and (head in GENERIC_NOUNS or head_lemma in GENERIC_NOUNS or len(head) < 3):
         return
     start, end = run[0][0], run[-1][1]
+    if all(w in HEADING_STOPLIST for w in words) and _stock_heading(text, start, end):
+        return
     name = " ".join(r[4] for r in run)  # as written: the norm puts inflections together
     if len(words) > 1 and all((w in GENERIC_NOUNS or w in COMMON_ADJECTIVES) and w not in KEEP_ADJECTIVES for w in words):
         return

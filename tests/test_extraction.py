@@ -1146,3 +1146,29 @@ def test_a_literal_value_in_code_font_is_no_entity():
 def test_a_leading_adverb_compound_is_trimmed_like_a_common_adjective():
     found = names(mentions_of("Buoys send highly-optimised readings to a newly-created relay.", extractors=(extraction.concept_mentions,)))
     assert found == [("buoys", "concept"), ("readings", "concept"), ("relay", "concept")]
+
+
+def test_a_code_kind_word_after_a_code_span_is_no_entity_of_its_own():
+    found = names(mentions_of("Read the `depth` attribute of the ``Gauge`` object; the `tide` module logs it.", extractors=(extraction.markup_mentions, extraction.concept_mentions)))
+    assert ("attribute", "concept") not in found and ("object", "concept") not in found
+    assert ("depth", "code") in found and ("Gauge", "code") in found
+    # Not after a code span, the same word is a concept.
+    assert ("attribute", "concept") in names(mentions_of("Every buoy has an attribute.", extractors=(extraction.concept_mentions,)))
+
+
+def test_a_heading_of_section_words_only_names_no_thing():
+    text = "## 2. Overview\n\nBuoys measure tides.\n\n## Tide tables\n\nThe overview lists buoys."
+    found = names(mentions_of(text, extractors=(extraction.concept_mentions,)))
+    assert found.count(("overview", "concept")) == 1  # the prose mention, not the heading
+    assert ("Tide tables", "concept") in found or ("tide tables", "concept") in found
+
+
+def test_a_month_alone_is_no_name_and_a_count_no_concept():
+    found = names(mentions_of("The Harbour Board met in March 1921 and again in October. It kept thirty boats for twenty-one years.", extractors=(extraction.name_mentions, extraction.concept_mentions, extraction.pattern_mentions)))
+    assert ("Harbour Board", "name") in found and ("1921", "DATE") in found and ("boats", "concept") in found
+    assert not {("March", "name"), ("October", "name"), ("thirty boats", "concept"), ("twenty-one", "concept"), ("years", "concept"), ("twenty-one years", "concept")} & set(found)
+
+
+def test_born_is_a_verb_form():
+    found = names(mentions_of("Born in a fishing town, the keeper was born poor.", extractors=(extraction.concept_mentions,)))
+    assert ("born", "concept") not in found and ("Born", "concept") not in found and ("keeper", "concept") in found
