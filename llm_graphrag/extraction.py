@@ -1174,7 +1174,7 @@ def concept_mentions(chunk, context):
                     else:
                         low = re.split(r"['’]", low)[0]
                         possessive = word[len(low) :].lower() in ("'s", "’s")
-                cls = _classify(word, low, k, tokens, prev_class, prev_word, title, proper)
+                cls = _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text)
                 if (
                     cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S)
                     and prev_class in ("noun", "name", "mod", "other")
@@ -1211,7 +1211,7 @@ def concept_mentions(chunk, context):
     return mentions
 
 
-def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
+def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if low in STOPWORDS or "n't" in low:
         return "stop"
     if (
@@ -1258,8 +1258,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper):
         and prev_class in ("noun", "name", "mod", "other") and k + 1 < len(tokens)
     ):
         nxt = tokens[k + 1][2]
-        if nxt.lower() in DETERMINERS or nxt[0].isupper():
-            return "verb"  # "the release bundles Tcl/Tk"
+        if (nxt.lower() in DETERMINERS or nxt[0].isupper()) and not text[tokens[k][1] : tokens[k + 1][0]].strip():
+            return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
     if (
         cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
         and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "its", "their", "your")

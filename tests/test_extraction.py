@@ -1172,3 +1172,11 @@ def test_a_month_alone_is_no_name_and_a_count_no_concept():
 def test_born_is_a_verb_form():
     found = names(mentions_of("Born in a fishing town, the keeper was born poor.", extractors=(extraction.concept_mentions,)))
     assert ("born", "concept") not in found and ("Born", "concept") not in found and ("keeper", "concept") in found
+
+
+def test_a_plural_before_a_comma_stays_a_noun():
+    found = names(mentions_of("The harbour is known for its wooden jetties, Norse carvings and salt marshes.", extractors=(extraction.name_mentions, extraction.concept_mentions)))
+    assert ("wooden jetties", "concept") in found or ("jetties", "concept") in found
+    # Without the comma, the plural before a name is the verb: "the release bundles Tcl".
+    found = names(mentions_of("The harbour release bundles Tidekit.", extractors=(extraction.concept_mentions,)))
+    assert ("harbour release", "concept") in found and not any("bundles" in n for n, _ in found)
