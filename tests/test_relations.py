@@ -757,3 +757,15 @@ def test_based_in_after_a_phrase_places_the_noun_the_phrase_hangs_on():
     found = candidates("The Quill Press is a printing house for almanacs based in Leeds.", relations.pattern_relations)
     assert ("Quill Press", "located_in", "Leeds", 0.75, 1.0) in found
     assert not [c for c in found if c[0] == "almanacs"]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("The steam engine brought about the Industrial Revolution.", [("steam engine", "causes", "Industrial Revolution", 0.75, 0.87)]),
+        ("The survey gave rise to the Tidal Atlas.", [("survey", "causes", "Tidal Atlas", 0.75, 0.87)]),
+        ("The tide brought the boats about noon.", []),
+    ],
+)
+def test_phrasal_causatives(text, expected):
+    assert [c for c in candidates(text, relations.pattern_relations) if c[1] == "causes"] == expected
