@@ -1107,8 +1107,10 @@ _SOME_ADVERBS = frozenset("also later then still often first once already soon a
 MAX_STATED_WORDS = 7
 
 
-def _phrase_class(word, position):
-    """The class of one word of a relation phrase: aux, verb, adverb, prep or word."""
+def _phrase_class(word, previous=None):
+    """The class of one word of a relation phrase: aux, verb, adverb, prep or word;
+    ``previous`` the class of the word before (None: the first), which tells whether a
+    word such as "helped" or "works" is a verb there."""
     low = word.lower()
     if low in _AUXILIARIES:
         return "aux"
@@ -1122,7 +1124,7 @@ def _phrase_class(word, position):
     if cls == "adverb":
         return "adverb"
     if cls == "ambiguous":
-        return "verb" if position == 0 else "ambiguous"
+        return "verb" if previous in (None, "adverb", "aux", "verb") else "word"
     if cls == "noun" and low.isalpha() and len(low) > 4 and low.endswith("ed"):
         return "verb"  # a past form: "invented", "founded"
     return "word"
@@ -1159,7 +1161,9 @@ def relation_phrase(between):
         words.pop()
     if not words or len(words) > MAX_STATED_WORDS or any(w.lower().endswith(("n't", "n’t")) for w in words):
         return None
-    classes = [_phrase_class(w, i) for i, w in enumerate(words)]
+    classes = []
+    for w in words:
+        classes.append(_phrase_class(w, classes[-1] if classes else None))
     first = next((c for c in classes if c != "adverb"), None)
     if first not in ("aux", "verb") or classes[-1] not in ("aux", "verb", "prep"):
         return None
@@ -1224,7 +1228,7 @@ def _stated_object(group, i, masked, start):
             if absorbed.type != "concept":
                 break
             verbs = [w.lower() for w in _PHRASE_TOKEN.findall(masked[start : group[i + 1].start])]
-            verbs = [w for w in verbs if _phrase_class(w, 1) in ("aux", "verb")]
+            verbs = [w for w in verbs if w in _LINKING_VERBS or _phrase_class(w, "word") in ("aux", "verb")]
             if not verbs or any(w not in _LINKING_VERBS for w in verbs):
                 break
         if group[j].start < start:
@@ -1271,6 +1275,9 @@ def stated_relations(chunk, mentions, context):
                 continue
             b, phrase = hit
             k = group.index(b)
+            if b.surface.lower() in _POSSESSIVES and k + 1 < len(group) and not masked[b.end : group[k + 1].start].strip():
+                k += 1
+                b = group[k]  # "is known for its cables": the pronoun is the object's determiner
             if b.type == "concept" and k + 1 < len(group) and group[k + 1].type != "concept" and (
                 not masked[b.end : group[k + 1].start].strip()
             ):
@@ -1288,3 +1295,4 @@ def stated_relations(chunk, mentions, context):
 
 
 _COMMA_AFTER = re.compile(r"\s*,")
+_POSSESSIVES = frozenset("its his her their our your my".split())
