@@ -1123,8 +1123,9 @@ def _phrase_class(word, previous=None):
         return "verb"
     if cls == "adverb":
         return "adverb"
-    if cls == "ambiguous":
-        return "verb" if previous in (None, "adverb", "aux", "verb") else "word"
+    if cls == "ambiguous":  # first, a bare form is as likely a noun: "a time object t"
+        verb = previous in ("adverb", "aux", "verb") or previous is None and low.endswith(("s", "ed"))
+        return "verb" if verb else "word"
     if cls == "noun" and low.isalpha() and len(low) > 4 and low.endswith("ed"):
         return "verb"  # a past form: "invented", "founded"
     return "word"
@@ -1264,6 +1265,8 @@ def stated_relations(chunk, mentions, context):
         s_start, s_end = analysis.sentences[index]
         if _CONDITION.match(masked, s_start):
             continue  # "If X uses Y, ...": a condition, no statement
+        if not _CLAUSE_END.search(masked, s_start, s_end) or "|" in chunk.text[s_start:s_end]:
+            continue  # a heading or a table row, no clause
         sentence = None
         for i, a in enumerate(group[:-1]):
             start = a.end
@@ -1295,4 +1298,5 @@ def stated_relations(chunk, mentions, context):
 
 
 _COMMA_AFTER = re.compile(r"\s*,")
+_CLAUSE_END = re.compile(r"[.!?:;]\W*$")
 _POSSESSIVES = frozenset("its his her their our your my".split())

@@ -805,6 +805,9 @@ def _stated(chunk, mentions, context):
         ("If Tomas Berg designed the Harbour Bridge, it would stand.", []),
         ("Tomas Berg, who lived in Umea, designed the Harbour Bridge.", []),
         ("Tomas Berg and the Harbour Bridge.", []),
+        ("Tomas Berg designed the Harbour Bridge", []),  # a heading: no clause
+        ("| Tomas Berg | designed the Harbour Bridge. |", []),  # a table row
+        ("A time object t is aware.", []),  # a bare "object" after a noun is no verb
         # a typed pattern already joins the two
         ("Copper is a metal.", []),
         ("The Umea Guild was founded by Tomas Berg in 1850.", []),
