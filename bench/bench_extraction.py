@@ -43,6 +43,8 @@ from llm_graphrag.schema import set_setting  # noqa: E402
 
 CORPUS = pathlib.Path("/usr/share/doc/python3.11/html/_sources")
 GOLDEN = ROOT / "tests" / "golden"
+# Edges that name no relation type: co-occurrence and stated (relations.stated_relations).
+UNTYPED = ("related_to", "same_as", "stated")
 
 
 class AgainRounds(logging.Handler):
@@ -238,6 +240,10 @@ def bench_speed(runs, limit, compare):
         # Entity names seen as written in a chunk that mentions them (see names_verbatim_share).
         "names_verbatim_share": verbatim,
         "related_to_share": round(dict(by_rel).get("related_to", 0) / max(1, sum(n for _, n in by_rel)), 3),
+        # related_to and stated together: the edges that name no relation type.
+        "untyped_share": round(
+            sum(n for rel, n in by_rel if rel in ("related_to", "stated")) / max(1, sum(n for _, n in by_rel)), 3
+        ),
         "relations_by_type": dict(by_rel),
         **({"compared_with_one_process": comparison} if compare else {}),
     }
@@ -310,7 +316,7 @@ def evaluate(passages, predictions):
     """Micro-averaged P/R/F1: entities by normalized name, relations by (src, rel, dst)."""
     e_tp_pred = e_pred = e_tp_gold = e_gold = 0
     r_tp_pred = r_pred = r_tp_gold = r_gold = 0
-    pair_hits = 0
+    pair_hits = typed_pair_hits = 0
     for passage in passages:
         entities, relations = predictions[passage["id"]]
         gold = [_alternatives(e) for e in passage["entities"]]
@@ -322,7 +328,7 @@ def evaluate(passages, predictions):
         e_tp_pred += sum(1 for p in entities if any(p in g for g in gold))
         e_gold += len(gold)
         e_tp_gold += sum(1 for g in gold if g & entities)
-        typed = {r for r in relations if r[1] not in ("related_to", "same_as")}
+        typed = {r for r in relations if r[1] not in UNTYPED}
         gold_rel = [(alts[s], rel, alts[d]) for s, rel, d in passage["relations"]]
         r_pred += len(typed)
         r_tp_pred += sum(1 for s, rel, d in typed if any(s in gs and rel == grel and d in gd for gs, grel, gd in gold_rel))
@@ -332,6 +338,10 @@ def evaluate(passages, predictions):
             1 for gs, _, gd in gold_rel
             if any((s in gs and d in gd) or (s in gd and d in gs) for s, _, d in relations)
         )
+        typed_pair_hits += sum(
+            1 for gs, _, gd in gold_rel
+            if any((s in gs and d in gd) or (s in gd and d in gs) for s, _, d in typed)
+        )
     return {
         "passages": len(passages),
         "gold_entities": e_gold,
@@ -339,6 +349,7 @@ def evaluate(passages, predictions):
         "entities": prf(e_tp_pred, e_pred, e_tp_gold, e_gold),
         "relations": prf(r_tp_pred, r_pred, r_tp_gold, r_gold),
         "relation_pairs_connected_recall": round(pair_hits / r_gold, 3) if r_gold else 0.0,
+        "relation_pairs_typed_recall": round(typed_pair_hits / r_gold, 3) if r_gold else 0.0,
     }
 
 

@@ -732,7 +732,7 @@ def eval_(file, modes, ks, split, store, keep, as_json):
 
 SETTINGS = {
     "extract": "extraction options: gazetteer_topk, gazetteer_min_freq, ner (auto/off), "
-    "llm_model, link_threshold, cooccurrence_window, embed_related_facts",
+    "llm_model, link_threshold, cooccurrence_window, cooccurrence, stated, embed_related_facts",
     "retrieval": 'retrieval options: {"weights": {"semantic": 1.0, "graph": 1.0}}',
     "retrieval_log": "path of the retrieval log, or null to turn it off",
     "redact": 'secret redaction at ingest: {"enabled": true, "allow": ["AKIAIOSFODNN7EXAMPLE"]}',

@@ -40,7 +40,7 @@ from .refine import RELEASED_SETTING, generic_norms, no_longer_generic, refine_g
 # Mentions that may name a generic word ("service", "Service" opening a heading): code,
 # standards and the like never do.
 GENERIC_MENTION_TYPES = frozenset({"concept", "term", "name"})
-from .relations import SYMMETRIC, fact_text
+from .relations import SYMMETRIC, UNTYPED, fact_text
 from .schema import DEFERRED_TRIGGERS as SUSPENDED_SETTING
 from .schema import (
     VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, set_setting, triggers_deferred,
@@ -1005,7 +1005,7 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     # earlier in the batch (one that turns out new after all is embedded inside the
     # transaction, see ``_write``).
     stored = known.stored(db.conn, keys)
-    embeddable = {k for k in keys if k[2] != "related_to" or context.settings.embed_related_facts}
+    embeddable = {k for k in keys if k[2] not in UNTYPED or context.settings.embed_related_facts}
     embedded = [k for k in keys if k in embeddable and k not in stored and k not in batch.fact_vectors]
     if embedded:
         job = embed.submit(_encode, [relations[k]["fact"] for k in embedded])

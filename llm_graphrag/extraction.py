@@ -740,6 +740,8 @@ class ExtractionSettings:
     # related_to edges: "significant" keeps those the log-likelihood test supports (see
     # refine.py), "all" keeps every one (scored), "off" finds none.
     cooccurrence: str = "significant"
+    # stated edges (relations.stated_relations): two mentions a relation phrase joins.
+    stated: bool = True
     embed_related_facts: bool = False
     max_mentions_per_chunk: int = 400
 

@@ -9,6 +9,8 @@ uses corpus statistics to
 - keep **co-occurrence** (``related_to``) edges only when the pair co-occurs, in at least
   two sentences, more than chance says (Dunning's log-likelihood ratio), storing that score
   in ``relations.meta``;
+- write a **stated** edge's phrase, the words its sentences join the two with, into its
+  ``meta`` and fact (``stated_facts``);
 - name each entity by its **most frequent surface** in the text, the others becoming
   aliases, and rewrite the facts (and vectors) that quote a changed name.
 
@@ -30,7 +32,7 @@ from functools import lru_cache
 
 from .extraction import GENERIC_TYPES
 from .linking import type_order
-from .relations import fact_text
+from .relations import STATED_PREFIX, UNTYPED, fact_text
 
 # A word in more than this share of documents tells none of them apart...
 GENERIC_DOCUMENT_SHARE = 0.05
@@ -94,6 +96,7 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None):
         mode = getattr(settings, "cooccurrence", "significant")
         result["cooccurrence_dropped"] = score_cooccurrence(db, drop=mode == "significant")
         result["cooccurrence_rescored"] = rescore_cooccurrence(db, drop=mode == "significant")
+        result["stated_facts"] = stated_facts(db, embed_related=getattr(settings, "embed_related_facts", False))
         if naming_ids is not None:
             db.conn.execute("drop table if exists temp.naming_scope")
             db.conn.execute("create temp table naming_scope (entity_id integer primary key)")
@@ -514,6 +517,44 @@ def _revive_held(db, total, scoped=False):
     return len(revive)
 
 
+def stated_facts(db, embed_related=False):
+    """Each ``stated`` edge of the entities in scope gets the phrase its evidence states
+    most often (``relations.stated_relations`` keeps it in the extractor, "stated: was
+    born in"; ties go to the first in alphabetical order, whatever order documents came
+    in) as ``meta`` ``{"kind": "stated", "phrase": ...}`` and in its fact ("Johannes
+    Gutenberg developed printing press"). Returns how many changed."""
+    phrases = defaultdict(Counter)
+    rows = {}
+    for relation_id, meta, fact, src_name, dst_name, extractor in db.execute(
+        """
+        select r.id, r.meta, r.fact, s.name, d.name, e.extractor from relations r
+        join entities s on s.id = r.src_id join entities d on d.id = r.dst_id
+        join relation_evidence e on e.relation_id = r.id
+        where r.rel = 'stated' and (r.src_id in (select entity_id from temp.refine_scope)
+          or r.dst_id in (select entity_id from temp.refine_scope))
+        """
+    ):
+        rows[relation_id] = (meta, fact, src_name, dst_name)
+        if extractor and extractor.startswith(STATED_PREFIX):
+            phrases[relation_id][extractor[len(STATED_PREFIX) :]] += 1
+    changed = []
+    for relation_id, (meta, fact, src_name, dst_name) in sorted(rows.items()):
+        if not phrases[relation_id]:
+            continue
+        phrase = min(phrases[relation_id].items(), key=lambda item: (-item[1], item[0]))[0]
+        new_meta = json.dumps({"kind": "stated", "phrase": phrase}, sort_keys=True)
+        new_fact = fact_text(src_name, "stated", dst_name, phrase)
+        if (new_meta, new_fact) != (meta, fact):
+            changed.append((new_meta, new_fact, relation_id))
+    db.conn.executemany("update relations set meta = ?, fact = ? where id = ?", changed)
+    if embed_related and changed:
+        from .embeddings import embedder_for, write_embeddings
+
+        vectors = embedder_for(db).encode([c[1] for c in changed])
+        write_embeddings(db, "facts", [c[2] for c in changed], vectors, [c[1] for c in changed])
+    return len(changed)
+
+
 def _batches(items, size=500):
     """``items`` in slices of ``size``: few enough ``?`` marks for one statement."""
     for start in range(0, len(items), size):
@@ -748,22 +789,22 @@ def _rewrite_facts(db, entity_ids, embed_related):
         marks = ", ".join("?" for _ in batch)
         rows.extend(
             db.execute(
-                f"select id, src_id, dst_id, rel, fact from relations where src_id in ({marks}) "
+                f"select id, src_id, dst_id, rel, fact, meta from relations where src_id in ({marks}) "
                 f"or dst_id in ({marks})",
                 batch + batch,
             ).fetchall()
         )
-    needed = {e for _, s, d, _, _ in rows for e in (s, d)}
+    needed = {e for _, s, d, *_ in rows for e in (s, d)}
     needed = sorted(needed)
     for batch in _batches(needed):
         names.update(db.execute(f"select id, name from entities where id in ({', '.join('?' for _ in batch)})", batch))
     changed = []
-    for relation_id, src, dst, rel, fact in sorted(set(rows)):
-        new = fact_text(names[src], rel, names[dst])
+    for relation_id, src, dst, rel, fact, meta in sorted(set(rows)):
+        new = fact_text(names[src], rel, names[dst], json.loads(meta).get("phrase") if rel == "stated" and meta else None)
         if new != fact:
             changed.append((relation_id, rel, new))
     db.conn.executemany("update relations set fact = ? where id = ?", [(f, r) for r, _, f in changed])
-    embedded = [(r, f) for r, rel, f in changed if rel != "related_to" or embed_related]
+    embedded = [(r, f) for r, rel, f in changed if rel not in UNTYPED or embed_related]
     if embedded:
         vectors = embedder_for(db).encode([f for _, f in embedded])
         write_embeddings(db, "facts", [r for r, _ in embedded], vectors, [f for _, f in embedded])

@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import TITLE_DETERMINER, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -34,8 +34,13 @@ REL_PHRASES = {
     "causes": "causes",
     "produces": "produces",
     "related_to": "is related to",
+    "stated": "is stated with",  # until refine.stated_facts puts the text's own phrase
 }
 SYMMETRIC = frozenset({"related_to", "same_as", "integrates_with"})
+# Edges that name no relation type: co-occurrence, and what a clause states in its own
+# words (``stated_relations``); their facts are embedded only with ``embed_related_facts``.
+UNTYPED = frozenset({"related_to", "stated"})
+STATED_PREFIX = "stated: "  # a stated edge's evidence extractor: "stated: was born in"
 
 
 @dataclass(eq=False)
@@ -55,8 +60,11 @@ class RelationCandidate:
         return self.weight * self.proximity
 
 
-def fact_text(src_name, rel, dst_name):
-    """``Basin uses riffle``: the readable fact stored and embedded with a relation."""
+def fact_text(src_name, rel, dst_name, phrase=None):
+    """``Basin uses riffle``: the readable fact stored and embedded with a relation;
+    ``phrase`` the words of a stated edge ("Johannes Gutenberg developed printing press")."""
+    if phrase:
+        return f"{src_name} {phrase} {dst_name}"
     phrase = REL_PHRASES.get(rel, rel.replace("_", " "))
     if rel == "is_a" and dst_name[:1].lower() in "aeiou":
         phrase = "is an"
@@ -346,6 +354,7 @@ def pattern_relations(chunk, mentions, context):
                 found.append(RelationCandidate(owner, right, "cites", 0.7, 1.0 / (1.0 + 0.15 * gap), sentence, "patterns"))
     if "\n" in chunk.text:
         found = _definitions(chunk, groups, analysis, found)
+    context.cache["typed", chunk.id] = found  # what stated_relations leaves to these
     return found
 
 
@@ -1066,3 +1075,231 @@ def cooccurrence_relations(chunk, mentions, context):
                 weight = 0.5 if min(a.score, b.score) >= 0.7 else 0.35
                 found.append(RelationCandidate(a, b, "related_to", weight, 1.0 / (1.0 + 0.1 * gap), sentence, "cooccurrence"))
     return found
+
+
+# ---------------------------------------------------------------------------------------
+# Stated relations (Open IE)
+
+# Closed word classes of English, for reading a relation phrase without a parser.
+_AUXILIARIES = frozenset(
+    "am is are was were be been being has have had having do does did".split()
+) | MODALS
+_RELATION_PREPOSITIONS = frozenset(
+    """of in on at to for from by with into onto about over under through between among
+    against during without within across after before since until upon via toward towards
+    behind beyond near along around throughout as like per up out off down away back""".split()
+)
+# Irregular past forms and participles the verb lexicon lacks: "was born in", "fought in".
+_IRREGULAR_PAST = frozenset(
+    """born borne bore fought caught drew drawn flew flown forgave forgot forgotten froze frozen
+    hung rode ridden rang rung sang sung sank sunk shot slept spoke spoken stole stolen swept
+    swam swung tore torn woke woken wove woven bought dealt dug fed fled sought shook shone
+    swore sworn wept withdrew withdrawn overcame undertook undertaken arose arisen awoke bent
+    bit bitten bled blew blown bred broke broken burnt clung crept drank drunk drove driven
+    ate eaten forbade forbidden knelt lent slew smelt sped spun stank stung strode strove
+    thrust trod trodden upheld""".split()
+)
+# Words that end a clause or join two: no relation phrase holds one.
+_CLAUSE_WORDS = frozenset(
+    """and or but nor yet so because although though while whereas if unless whether which
+    who whom whose that where when whenever than then not never cannot""".split()
+)
+_PHRASE_TOKEN = re.compile(r"\w[\w’'-]*")
+_ONLY_WORDS = re.compile(r"[\s\w’'-]*")
+_SOME_ADVERBS = frozenset("also later then still often first once already soon again jointly".split())
+MAX_STATED_WORDS = 7
+
+
+def _phrase_class(word, previous=None):
+    """The class of one word of a relation phrase: aux, verb, adverb, prep or word;
+    ``previous`` the class of the word before (None: the first), which tells whether a
+    word such as "helped" or "works" is a verb there."""
+    low = word.lower()
+    if low in _AUXILIARIES:
+        return "aux"
+    if low in _RELATION_PREPOSITIONS:
+        return "prep"
+    if low in _SOME_ADVERBS:
+        return "adverb"
+    cls = word_class(low)
+    if cls == "verb" or low in _IRREGULAR_PAST:
+        return "verb"
+    if cls == "adverb":
+        return "adverb"
+    if cls == "ambiguous":  # first, a bare form is as likely a noun: "a time object t"
+        verb = previous in ("adverb", "aux", "verb") or previous is None and low.endswith(("s", "ed"))
+        return "verb" if verb else "word"
+    if cls == "noun" and low.isalpha() and len(low) > 4 and low.endswith("ed"):
+        return "verb"  # a past form: "invented", "founded"
+    return "word"
+
+
+def _modifier(word):
+    """Whether ``word``, right before a mention, belongs to it: a determiner, a number, an
+    adjective, a compound modifier ("Polish-born") or a capitalized word."""
+    low = word.lower()
+    if low in _AUXILIARIES or low in _RELATION_PREPOSITIONS:
+        return False
+    return (
+        low in DETERMINERS or low in STOPWORDS or "-" in word or word[0].isupper()
+        or word_class(low) in ("adj", "number")
+    )
+
+
+def relation_phrase(between):
+    """The relation phrase the words ``between`` two mentions form, or None.
+
+    ReVerb's syntactic constraint (Fader et al. 2011), read with the word classes this
+    package has: a verb, optionally after auxiliaries and adverbs, optionally followed by
+    words and ending in a preposition or a verb ("developed", "was born in", "is known
+    for", "helped bring about"). The object's determiners and modifiers are left out ("a
+    Polish-born"); a clause break (punctuation, a conjunction, a relative pronoun) or a
+    negation means no phrase.
+    """
+    if not _ONLY_WORDS.fullmatch(between):
+        return None
+    words = _PHRASE_TOKEN.findall(between)
+    if not words or len(words) > MAX_STATED_WORDS + 3 or any(w.lower() in _CLAUSE_WORDS for w in words):
+        return None
+    while words and _modifier(words[-1]):  # the object's: "the", "a Polish-born", "its first"
+        words.pop()
+    if not words or len(words) > MAX_STATED_WORDS or any(w.lower().endswith(("n't", "n’t")) for w in words):
+        return None
+    classes = []
+    for w in words:
+        classes.append(_phrase_class(w, classes[-1] if classes else None))
+    first = next((c for c in classes if c != "adverb"), None)
+    if first not in ("aux", "verb") or classes[-1] not in ("aux", "verb", "prep"):
+        return None
+    return " ".join(words)
+
+
+# A preposition before a mention (past its determiners): the mention is that phrase's
+# object, not the subject of what follows ("the capital of France is Paris").
+_PREPOSITION_BEFORE = re.compile(
+    r"\b(?:" + "|".join(sorted(_RELATION_PREPOSITIONS - set("up out off down away back as after before since until".split())))
+    + r")\s+(?:(?:the|an?|its|their|his|her|this|these|those)\s+)?$",
+    re.I,
+)
+# What joins a head noun to its prepositional object: "movement of the plates".
+_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
+# What opens an apposition: "Johannes Gutenberg, a goldsmith from Mainz, developed".
+_APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the)\s")
+# Verbs that link a subject to a noun, which a relation phrase may then hold ("is a city
+# on the island of", "became the first woman to win", "has been in the collection of").
+_LINKING_VERBS = frozenset("is are was were be been being has have had become becomes became remain remains remained".split())
+
+
+def _subject(group, k, masked, s_start):
+    """The mention a phrase after ``group[k]`` is said of: ``group[k]``, or when that is the
+    object of a preposition, the head it hangs on ("the movement of the plates causes");
+    None when the chain ends in a preposition ("In 1903 ...", "until the emperor")."""
+    for _ in range(3):
+        m = group[k]
+        if not _PREPOSITION_BEFORE.search(masked, max(s_start, m.start - 24), m.start):
+            return m
+        if k == 0 or not _OF_LINK.fullmatch(masked, group[k - 1].end, m.start):
+            return None
+        k -= 1
+    return None
+
+
+def _apposition_subject(group, k, masked, s_start):
+    """X in "X, a goldsmith from Mainz, developed ...", where ``group[k]`` ends the apposition
+    ("Mainz"); None when no apposition opens after a mention."""
+    opening = masked.rfind(",", s_start, group[k].start)
+    if opening < 0 or not _APPOSITION_OPENING.match(masked, opening + 1):
+        return None
+    inside = _WORDS.findall(masked[opening + 1 : group[k].start])
+    if not _ONLY_WORDS.fullmatch(masked, opening + 1, group[k].start) or any(w.lower() in _CLAUSE_WORDS for w in inside):
+        return None
+    for j in range(k - 1, -1, -1):
+        if group[j].end <= opening:
+            if masked[group[j].end : opening].strip():
+                return None
+            return _subject(group, j, masked, s_start)
+    return None
+
+
+def _stated_object(group, i, masked, start):
+    """``(mention, phrase)``: the furthest mention after ``group[i]`` that a relation phrase
+    from ``start`` reaches, through nouns a linking verb takes ("is a city on the island
+    of Honshu": Honshu); None if the words up to the next mention form no phrase."""
+    best = None
+    for j in range(i + 1, min(len(group), i + 4)):
+        if j > i + 1:
+            absorbed = group[j - 1]
+            if absorbed.type != "concept":
+                break
+            verbs = [w.lower() for w in _PHRASE_TOKEN.findall(masked[start : group[i + 1].start])]
+            verbs = [w for w in verbs if w in _LINKING_VERBS or _phrase_class(w, "word") in ("aux", "verb")]
+            if not verbs or any(w not in _LINKING_VERBS for w in verbs):
+                break
+        if group[j].start < start:
+            break
+        phrase = relation_phrase(masked[start : group[j].start])
+        if phrase is not None:
+            best = (group[j], phrase)
+    return best
+
+
+def stated_relations(chunk, mentions, context):
+    """``stated`` edges: a subject and an object that one clause joins with a relation
+    phrase (``relation_phrase``), as it asserts them ("Johannes Gutenberg developed the
+    printing press", "the painting has been in the collection of the Museum of Modern Art").
+
+    Open IE in ReVerb's manner: the object is the mention after the phrase (past nouns a
+    linking verb takes, longest match first); the subject the mention before it, past an
+    apposition ("X, a goldsmith from Mainz, developed") and prepositional objects ("the
+    movement of the plates causes"). The phrase is kept in the evidence's extractor
+    (``stated: developed``); ``refine.stated_facts`` makes it the relation's fact. No edge
+    where a typed pattern already joins the two (``pattern_relations``, which runs first).
+    """
+    if not getattr(context.settings, "stated", True):
+        return []
+    analysis = context.analyze(chunk)
+    masked = analysis.masked
+    typed = context.cache.get(("typed", chunk.id), ())
+    joined = {frozenset((c.src.norm, c.dst.norm)) for c in typed}
+    found = []
+    for index, group in _by_sentence([m for m in mentions if m.type != "step"]).items():
+        if len(group) < 2:
+            continue
+        s_start, s_end = analysis.sentences[index]
+        if _CONDITION.match(masked, s_start):
+            continue  # "If X uses Y, ...": a condition, no statement
+        if not _CLAUSE_END.search(masked, s_start, s_end) or "|" in chunk.text[s_start:s_end]:
+            continue  # a heading or a table row, no clause
+        sentence = None
+        for i, a in enumerate(group[:-1]):
+            start = a.end
+            comma = _COMMA_AFTER.match(masked, start)
+            if comma:
+                start = comma.end()
+            hit = _stated_object(group, i, masked, start)
+            if hit is None:
+                continue
+            b, phrase = hit
+            k = group.index(b)
+            if b.surface.lower() in _POSSESSIVES and k + 1 < len(group) and not masked[b.end : group[k + 1].start].strip():
+                k += 1
+                b = group[k]  # "is known for its cables": the pronoun is the object's determiner
+            if b.type == "concept" and k + 1 < len(group) and group[k + 1].type != "concept" and (
+                not masked[b.end : group[k + 1].start].strip()
+            ):
+                b = group[k + 1]  # "the Dutch artist Vincent van Gogh": the name says who
+            subject = (_apposition_subject if comma else _subject)(group, i, masked, s_start)
+            if subject is None or subject.norm == b.norm or frozenset((subject.norm, b.norm)) in joined:
+                continue
+            if sentence is None:
+                sentence = chunk.text[s_start:s_end]
+            gap = _gap_words(masked[start : b.start])
+            found.append(
+                RelationCandidate(subject, b, "stated", 0.55, 1.0 / (1.0 + 0.1 * gap), sentence, STATED_PREFIX + phrase)
+            )
+    return found
+
+
+_COMMA_AFTER = re.compile(r"\s*,")
+_CLAUSE_END = re.compile(r"[.!?:;]\W*$")
+_POSSESSIVES = frozenset("its his her their our your my".split())

@@ -13,8 +13,8 @@
 * ``graph``: ``hybrid``, then expansion from the first ``seeds`` fused chunks (each of
   relevance at least ``seed_min_relevance``) to the chunks that complete them, through
   rare shared entities (mentions), typed relations traversed by ``bfsvtab`` (up to
-  ``hops``, filtered by ``rels``; ``related_to`` co-occurrence only when ``rels`` names
-  it) and the seed's words the question lacks. Only a seed both searches put (nearly)
+  ``hops``, filtered by ``rels``; ``related_to`` co-occurrence and ``stated`` edges only
+  when ``rels`` names them) and the seed's words the question lacks. Only a seed both searches put (nearly)
   first (``seed_new_relevance``) brings chunks neither search found; a less relevant one
   lifts the fused chunks it shares a rare entity or typed relation with. The fused ranking's
   first ``keep_top`` chunks and every chunk of relevance at least ``keep_relevance``
@@ -304,9 +304,11 @@ class _Query:
             fused_only = self.relevance[seed] < options.seed_new_relevance
             candidates, term_scores = self._candidates(seed, fused_only)
             candidates.pop(seed, None)
-            if "related_to" not in (options.rels or ()):
-                # co-occurrence is no specific evidence: only typed relations bridge
-                for chunk_id in [c for c, p in candidates.items() if p.get("rel") == "related_to"]:
+            untyped = {"related_to", "stated"} - set(options.rels or ())
+            if untyped:
+                # co-occurrence is no specific evidence, a stated edge no named relation:
+                # only typed relations bridge, unless ``rels`` names them
+                for chunk_id in [c for c, p in candidates.items() if p.get("rel") in untyped]:
                     del candidates[chunk_id]
             if not candidates:
                 continue
@@ -518,7 +520,7 @@ class _Query:
             only = f" and rel in ({', '.join('?' for _ in rels)})" if rels else ""
             for src, dst, rel, weight in self.conn.execute(
                 f"select src_id, dst_id, rel, weight from relations where ({clause}){only} "
-                "order by weight desc",
+                "order by rel = 'stated', weight desc",
                 params + list(rels),
             ):
                 edge = {"src": src, "dst": dst, "rel": rel, "weight": weight}
@@ -847,8 +849,12 @@ def _only_rels(edges, rels):
 
 def relation_kind(rel):
     """``cooccurrence`` for a ``related_to`` edge (two entities named in one sentence, kept
-    when significant), ``typed`` for any other relation: every output tells them apart."""
-    return "cooccurrence" if rel == "related_to" else "typed"
+    when significant), ``stated`` for a ``stated`` one (a clause joins the two with a verb
+    phrase of its own, ``relations.stated_relations``), ``typed`` for any other relation:
+    every output tells them apart."""
+    if rel == "related_to":
+        return "cooccurrence"
+    return "stated" if rel == "stated" else "typed"
 
 
 def _dedupe(edges):

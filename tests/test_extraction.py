@@ -478,6 +478,7 @@ def test_prose_sentences_share_concept_entities(tmp_path):
     ]
     assert _relations(db) == [
         ("river", "causes", "lake", "river causes lake", 1),
+        ("lake", "stated", "region", "lake formed throughout region", 1),
         ("region", "causes", "stream blockages", "region causes stream blockages", 1),
     ]
 

@@ -220,3 +220,40 @@ def test_description_is_the_best_candidate_whatever_the_order(tmp_path):
     at_home = [("Readings stay in `tidepool` for a year.", '{"defined": false, "home": true}')]
     assert described("home", docs + [home]) == at_home
     assert described("home-first", [home] + docs[::-1]) == at_home
+
+
+STATED = [
+    "Tomas Berg designed the Harbour Bridge.",
+    "Tomas Berg painted the Harbour Bridge.",
+    "Tomas Berg painted the Harbour Bridge in the spring.",
+    "The harbour and the town at night.",
+]
+
+
+def test_a_fact_stated_once_is_a_stated_edge_with_its_phrase(tmp_path):
+    """A clause's relation phrase joins its two ends even said once (no co-occurrence test
+    holds it back); the edge is ``stated``, its phrase the one its sentences use most,
+    whatever order the documents came in; ``stated: false`` switches it off."""
+    rows = {}
+    for name, texts, settings in [
+        ("forward", STATED, {}),
+        ("reversed", STATED[::-1], {}),
+        ("once", STATED[:1], {}),
+        ("no cooccurrence", STATED[:1], {"cooccurrence": "off"}),
+        ("off", STATED, {"stated": False}),
+    ]:
+        (tmp_path / name).mkdir()
+        db = _db(tmp_path / name, texts, **settings)
+        extract_and_link(db)
+        rows[name] = db.execute(
+            "select s.name, d.name, r.meta, r.fact, r.evidence_count from relations r join entities s on s.id = r.src_id "
+            "join entities d on d.id = r.dst_id where r.rel = 'stated'"
+        ).fetchall()
+    assert rows["forward"] == [
+        ("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "painted"}', "Tomas Berg painted Harbour Bridge", 3)
+    ]
+    assert rows["reversed"] == rows["forward"]
+    once = [("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "designed"}', "Tomas Berg designed Harbour Bridge", 1)]
+    assert rows["once"] == once
+    assert rows["no cooccurrence"] == once
+    assert rows["off"] == []

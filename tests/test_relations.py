@@ -769,3 +769,73 @@ def test_based_in_after_a_phrase_places_the_noun_the_phrase_hangs_on():
 )
 def test_phrasal_causatives(text, expected):
     assert [c for c in candidates(text, relations.pattern_relations) if c[1] == "causes"] == expected
+
+
+@pytest.mark.parametrize(
+    "between,expected",
+    [
+        (" developed the ", "developed"),
+        (" was born in ", "was born in"),
+        (" is known for ", "is known for"),
+        (" later helped bring about the ", "later helped bring about"),
+        (" has been in the collection of the ", "has been in the collection of"),
+        (" was a Polish-born ", "was"),
+        (" on the ", None),  # no verb
+        (" developed paper ", None),  # ends in a noun: the object is not what follows
+        (" and ", None),
+        (", which built ", None),  # a clause break
+        (" who built the ", None),
+        (" did not invent the ", None),  # a denial states nothing
+        (" never designed ", None),
+    ],
+)
+def test_relation_phrase(between, expected):
+    assert relations.relation_phrase(between) == expected
+
+
+def _stated(chunk, mentions, context):
+    """What ``stated_relations`` finds after ``pattern_relations``, as the engine runs them."""
+    relations.pattern_relations(chunk, mentions, context)
+    return relations.stated_relations(chunk, mentions, context)
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Tomas Berg designed the Harbour Bridge.", [("Tomas Berg", "stated", "Harbour Bridge", 0.55, 0.833)]),
+        ("Tomas Berg was born in Umea.", [("Tomas Berg", "stated", "Umea", 0.55, 0.769)]),
+        # past an apposition, and past a prepositional object, to the subject
+        ("Tomas Berg, a carpenter from Umea, designed the Harbour Bridge.", [
+            ("Tomas Berg", "stated", "Harbour Bridge", 0.55, 0.833),
+        ]),
+        ("The workshop of Tomas Berg built the Harbour Bridge.", [("workshop", "stated", "Harbour Bridge", 0.55, 0.833)]),
+        # nouns a linking verb takes are part of the phrase
+        ("Umea is a town on the coast of Sweden.", [("Umea", "stated", "Sweden", 0.55, 0.588)]),
+        ("The Harbour Bridge is known for its cables.", [("Harbour Bridge", "stated", "cables", 0.55, 0.714)]),
+        # nothing stated: a denial, a condition, a relative clause, no verb
+        ("Tomas Berg never designed the Harbour Bridge.", []),
+        ("If Tomas Berg designed the Harbour Bridge, it would stand.", []),
+        ("Tomas Berg, who lived in Umea, designed the Harbour Bridge.", []),
+        ("Tomas Berg and the Harbour Bridge.", []),
+        ("Tomas Berg designed the Harbour Bridge", []),  # a heading: no clause
+        ("| Tomas Berg | designed the Harbour Bridge. |", []),  # a table row
+        ("A time object t is aware.", []),  # a bare "object" after a noun is no verb
+        # a typed pattern already joins the two
+        ("Copper is a metal.", []),
+        ("The Umea Guild was founded by Tomas Berg in 1850.", []),
+    ],
+)
+def test_stated_relations(text, expected):
+    assert candidates(text, _stated) == expected
+
+
+def test_stated_relations_keep_their_phrase_and_can_be_switched_off():
+    text = "Tomas Berg was born in Umea."
+    chunk = ChunkText(1, 1, text)
+    context = ExtractionContext()
+    context.start_document([chunk])
+    mentions = finish_mentions(chunk, [m for e in EXTRACTORS for m in e(chunk, context)], context)
+    assert [c.extractor for c in _stated(chunk, mentions, context)] == ["stated: was born in"]
+    settings = extraction.ExtractionSettings(stated=False)
+    assert candidates(text, _stated, settings=settings) == []
+    assert fact_text("Tomas Berg", "stated", "Umea", "was born in") == "Tomas Berg was born in Umea"

@@ -235,6 +235,18 @@ def test_cooccurrence_bridges_only_when_asked_for(db):
     assert asked["edges"] == [{"src": 3, "dst": 10, "rel": "related_to", "weight": 0.9, "kind": "cooccurrence"}]
 
 
+def test_a_stated_edge_bridges_only_when_asked_for_and_says_its_kind(db):
+    # lake stated mountain (a clause joins the two with a verb phrase of its own): no
+    # named relation, so it bridges as co-occurrence does, only when ``rels`` names it
+    db["relations"].insert({"src_id": 3, "dst_id": 10, "rel": "stated", "weight": 0.9})
+    options = dict(PLAIN, bridge_via=("relations",))
+    typed = hybrid_query(db, QUESTION, RetrievalOptions(k=6, **options))
+    assert [(c["id"], c["via"]["rel"]) for c in typed["chunks"] if "via" in c] == [(5, "is_a")]
+    asked = hybrid_query(db, QUESTION, RetrievalOptions(k=6, rels=["stated"], **options))
+    assert [(c["id"], c["via"]["rel"]) for c in asked["chunks"] if "via" in c] == [(6, "stated")]
+    assert asked["edges"] == [{"src": 3, "dst": 10, "rel": "stated", "weight": 0.9, "kind": "stated"}]
+
+
 def test_graph_weight_zero_is_hybrid(db):
     graph = hybrid_query(db, QUESTION, RetrievalOptions(k=6, weights={"graph": 0.0}))
     assert ids(graph) == ids(hybrid_query(db, QUESTION, RetrievalOptions(k=6, mode="hybrid")))

@@ -24,6 +24,7 @@ def register_relation_extractors(register):
     register("patterns", relations.pattern_relations)
     register("structure", relations.structural_relations)
     register("cooccurrence", relations.cooccurrence_relations)
+    register("stated", relations.stated_relations)
     from .. import llm_extractor
 
     register("llm", llm_extractor.llm_relations)
