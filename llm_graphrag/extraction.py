@@ -1813,9 +1813,21 @@ def _thing_antecedent(match, start, index, analysis, by_sentence, animacy, subje
         ):
             return None  # "This class is a subclass of X" under a module's title: some class, not the module
         return antecedent
-    if opening or re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start]):
+    if opening:
+        return previous or (before[0] if before else subject)
+    if re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start]):
+        # A pronoun opening a clause: its own sentence's subject ("The foundry was sold; it is ...").
+        if before and _clause_subject(before[0], masked, sentence_start):
+            return before[0]
         return previous or (before[0] if before else subject)
     return before[-1] if before else previous
+
+
+def _clause_subject(m, masked, sentence_start):
+    """Whether ``m``, the first named mention of its sentence, is its subject: nothing but
+    an article or a fronted phrase and its comma before it."""
+    lead = masked[sentence_start : m.start].strip()
+    return not lead or lead.endswith(",") or lead in ("The", "the")
 
 
 def _personal_antecedent(match, start, index, analysis, by_sentence, chains, animacy, subject):
@@ -1844,11 +1856,8 @@ def _personal_antecedent(match, start, index, analysis, by_sentence, chains, ani
     if reflexive:
         return before[-1] if before else None
     opening = start == sentence_start or re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start])
-    if before and not objective and not opening:
-        first = before[0]
-        lead = masked[sentence_start : first.start].strip()
-        if not lead or lead.endswith(",") or lead in ("The", "the"):
-            return first  # its own clause's subject
+    if before and not objective and not opening and _clause_subject(before[0], masked, sentence_start):
+        return before[0]  # its own clause's subject
     chain = chains.get(gender)
     if chain is not None and index - chain[0] <= 2 and fits(chain[1]):
         antecedent = chain[1]
