@@ -1700,7 +1700,8 @@ _CLASS_STATEMENT = re.compile(
 )
 _TITLE_ARTICLE = re.compile(r"\b(?:[Tt]he|an?|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+(?:[\w-]+\s+){0,2}$")
 _COORDINATED = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+)(?:an?\s+)?$")
-_CLASS_TYPES = frozenset("name term PERSON ORG GPE PRODUCT".split())
+_CLASS_TYPES = frozenset("name PERSON ORG GPE PRODUCT".split())
+_SENTENCE_OPENING = re.compile(r"(?:^|[.!?]\s+|\n\s*)(?:(?:The|A|An)\s+)?$")
 
 
 def coref_lite(chunk, mentions, analysis, subject=None, lower_words=None):
@@ -1832,10 +1833,12 @@ def _clause_subject(m, masked, sentence_start):
 
 def _personal_antecedent(match, start, index, analysis, by_sentence, chains, animacy, subject):
     """The person "he", "she", "his" or "her" stands for, among the names that may be a
-    person's: the subject of its own clause ("Newton served ... until his death"); else
-    the person the last pronoun of its gender stood for, within two sentences ("Together
-    with her husband Pierre she ..."); else the previous sentence's subject; else the
-    nearest such name before it; else the document subject."""
+    person's (``_Animacy.may_be_person``), as Hobbs' search goes: the subject of its own
+    clause ("Newton served ... until his death"); else the person the last pronoun of its
+    gender stood for, within two sentences ("Together with her husband Pierre she ...");
+    else the first such name before it in its sentence; else the previous sentence's
+    subject; else the document subject. A pronoun opening its sentence, or an object
+    ("him", "told her"), skips its own sentence."""
     masked = analysis.masked
     gender = "f" if match.group(1) or masked[start] in "Ss" else "m"
     other = chains.get("m" if gender == "f" else "f")
@@ -1845,33 +1848,33 @@ def _personal_antecedent(match, start, index, analysis, by_sentence, chains, ani
         if m.features.get("coref") and m.surface[:2] in ("It", "it"):
             return False
         m = m.antecedent or m
-        return animacy.person(m) is not False and (other is None or m.norm != other[1].norm)
+        return animacy.may_be_person(m) and (other is None or m.norm != other[1].norm)
 
     sentence_start = analysis.sentences[index][0]
     before = [m for m in by_sentence.get(index, ()) if m.end <= start and fits(m)]
-    reflexive = word.endswith("self")
-    # "him", "her" as an object ("gave her", "to her,") is no one its own clause's subject is.
-    following = re.match(r"\s*(\w*)", masked[match.end() : match.end() + 24]).group(1).lower()
-    objective = word == "him" or word == "her" and (not following or following in STOPWORDS)
-    if reflexive:
-        return before[-1] if before else None
-    opening = start == sentence_start or re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start])
-    if before and not objective and not opening and _clause_subject(before[0], masked, sentence_start):
-        return before[0]  # its own clause's subject
-    chain = chains.get(gender)
-    if chain is not None and index - chain[0] <= 2 and fits(chain[1]):
-        antecedent = chain[1]
+    if word.endswith("self"):
+        antecedent = before[-1] if before else None  # "he had admitted himself"
     else:
-        antecedent = None
-        for back in (1, 2):
-            anchors = [m for m in by_sentence.get(index - back, ()) if fits(m)]
-            if anchors:
-                antecedent = _sentence_subject(anchors, masked)
-                break
-        if antecedent is None and before and not objective:
-            antecedent = before[-1]
-        if antecedent is None and subject is not None and subject.type in ("name", "PERSON") and fits(subject):
-            antecedent = subject
+        following = re.match(r"\s*(\w*)", masked[match.end() : match.end() + 24]).group(1).lower()
+        objective = word == "him" or word == "her" and (not following or following in STOPWORDS)
+        if objective:
+            before = []
+        chain = chains.get(gender)
+        if before and _clause_subject(before[0], masked, sentence_start):
+            antecedent = before[0]  # its own clause's subject
+        elif chain is not None and index - chain[0] <= 2 and fits(chain[1]):
+            antecedent = chain[1]
+        elif before:
+            antecedent = before[0]
+        else:
+            antecedent = None
+            for back in (1, 2):
+                anchors = [m for m in by_sentence.get(index - back, ()) if fits(m)]
+                if anchors:
+                    antecedent = _sentence_subject(anchors, masked)
+                    break
+            if antecedent is None and subject is not None and fits(subject):
+                antecedent = subject
     if antecedent is not None:
         chains[gender] = (index, antecedent.antecedent or antecedent)
     return antecedent
@@ -1896,9 +1899,11 @@ class _Animacy:
         for norm, place in places.items():
             if place:  # every mention a place's ("born in Warsaw")
                 self.known.setdefault(norm, False)
+        self.stated = {}  # norm → the class heads stated for it
         for head, stated in classes.items():
-            if head in _DESIGNATORS:
-                for _, m in stated:
+            for _, m in stated:
+                self.stated.setdefault(m.norm, set()).add(head)
+                if head in _DESIGNATORS:
                     self.known[m.norm] = False
 
     def person(self, m):
@@ -1922,12 +1927,42 @@ class _Animacy:
             return False
         return None
 
+    def may_be_person(self, m):
+        """Whether ``m`` may be a person's name: known to be, or not known not to be and
+        either of two or more words, none an acronym ("Ada Lovelace", not "South AFB"), or
+        stated to be a person ("Plato was a Greek philosopher")."""
+        known = self.person(m)
+        if known is not None:
+            return known
+        m = m.antecedent or m
+        words = m.name.split()
+        if len(words) > 1:
+            return not any(w.isupper() and len(w) > 1 for w in words)
+        return any(_person_noun(head) for head in self.stated.get(m.norm, ()))
+
     def learn(self, m, person):
         """What a pronoun said of ``m``; "he" outweighs "it"."""
         if person or self.said.get(m.norm) is None:
             self.said[m.norm] = person
         if person and m.type in ("name", "PERSON") and " " in m.name:
             self.said[_surname(m.name.split())] = True
+
+
+# Nouns for people without an agent suffix ("-er", "-ist", ...): kinship, rank, calling.
+_PERSON_NOUNS = frozenset(
+    "king queen prince princess emperor empress pope saint monk nun priest bishop poet knight judge "
+    "prophet child wife husband son daughter brother sister father mother architect diplomat general "
+    "admiral pilot chef cook friend pupil student disciple heir ruler sultan caliph pharaoh tsar czar "
+    "duke duchess count countess lord lady baron emir khan shah rabbi imam guru".split()
+)
+
+
+def _person_noun(head):
+    """A noun that names a kind of person: "physicist", "painter", "scholar", "actress",
+    "statesman", "king" (by its suffix, or a short list of others)."""
+    return head in _PERSON_NOUNS or head not in _DESIGNATORS and len(head) > 4 and head.endswith(
+        ("er", "or", "ist", "ian", "ess", "man", "ar", "ee")
+    )
 
 
 def _surname(words):
@@ -1941,20 +1976,28 @@ def _stated_classes(mentions, masked, subject):
     society). Kinds of code ("module", "function") are left to ``_PRONOUN``."""
     classes = {}
     if subject is not None and subject.type in _CLASS_TYPES and " " in subject.name:
-        classes.setdefault(lemma(subject.name.split()[-1]), []).append((-1, subject))
+        last = subject.name.split()[-1].lower()
+        if lemma(last) == last:  # "Royal Society", not "Built-in Exceptions"
+            classes.setdefault(last, []).append((-1, subject))
     outer = [m for m in mentions if m.start is not None and not m.features.get("head")]
     concepts = [m for m in outer if m.type == "concept"]
     if not concepts:
         return classes
     starts = [m.start for m in concepts]
     for m in outer:
-        if m.type not in _CLASS_TYPES and not (m.type == "concept" and " " in m.name):
-            continue
+        if m.type not in _CLASS_TYPES and not (
+            m.type == "concept" and " " in m.name and _SENTENCE_OPENING.search(masked, max(0, m.start - 8), m.start)
+        ):
+            continue  # a name, or a phrase opening its sentence ("The printing press is a machine")
         k = bisect_right(starts, m.end)
         if k < len(concepts):
             c = concepts[k]
             statement = _CLASS_STATEMENT.match(masked[m.end : c.start])
-            if statement and (m.type != "concept" or "," not in statement.group()):
+            if statement and statement.group().lstrip().startswith(",") and (
+                m.type == "concept" or _AFTER_PREPOSITION.search(masked, max(0, m.start - 16), m.start)
+            ):
+                statement = None  # "On Windows, a symlink ...": no apposition
+            if statement:
                 stated = [c]
                 while k + 1 < len(concepts) and _COORDINATED.fullmatch(masked[concepts[k].end : concepts[k + 1].start]):
                     k += 1
@@ -1964,8 +2007,14 @@ def _stated_classes(mentions, masked, subject):
         if m.type in _CLASS_TYPES and k > 0:
             c = bisect_right(starts, m.start) - 1
             c = concepts[c] if c >= 0 else None
-            if c is not None and c.end <= m.start and not masked[c.end : m.start].strip() and _TITLE_ARTICLE.search(masked, max(0, c.start - 30), c.start):
-                classes.setdefault(_head(c), []).append((m.end, m))  # "the farmer Sancho Panza"
+            if (
+                c is not None and c.end <= m.start and not masked[c.end : m.start].strip()
+                and (_head(c) in _DESIGNATORS or _person_noun(_head(c)) and " " in m.name and not any(
+                    w.isupper() and len(w) > 1 for w in m.name.split()
+                ))
+                and _TITLE_ARTICLE.search(masked, max(0, c.start - 30), c.start)
+            ):
+                classes.setdefault(_head(c), []).append((m.end, m))  # "the farmer Sancho Panza", "the river Thames"
     for head in [h for h in classes if h in _CODE_HINTS or h in KIND_NOUNS]:
         del classes[head]
     return classes
@@ -1988,13 +2037,16 @@ def _definite_descriptions(mentions, masked, classes, subject):
         stated = classes.get(_head(c))
         if not stated:
             continue
+        word = c.surface.lower()
+        if not word.isalpha() or word_class(word) != "noun" or word.endswith("s") and lemma(word) != word:
+            continue  # "the lists", "the old-style": no name's class
         article = _DEFINITE.search(masked, max(0, c.start - 6), c.start)
         if article is None or _PREDICATE_BEFORE.search(masked, max(0, c.start - 20), c.start):
             continue
         after = masked[c.end : c.end + 4]
         if re.match(r"\s+of\b|\s+[A-Z`]|[-'’]", after):
             continue
-        before = [(position, m) for position, m in stated if position < c.start]
+        before = [(position, m) for position, m in stated if position < c.start and m.norm != c.norm]
         if not before:
             continue
         found.append((article.start(), c.end, before[-1][1]))
