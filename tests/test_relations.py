@@ -757,3 +757,14 @@ def test_based_in_after_a_phrase_places_the_noun_the_phrase_hangs_on():
     found = candidates("The Quill Press is a printing house for almanacs based in Leeds.", relations.pattern_relations)
     assert ("Quill Press", "located_in", "Leeds", 0.75, 1.0) in found
     assert not [c for c in found if c[0] == "almanacs"]
+
+
+def test_a_pronoun_after_a_noun_is_no_title_of_its_antecedent():
+    # "winters he" is no "the surveyor Ada Thorne": the pronoun stands for Ada Thorne, who is
+    # no winter.
+    found = candidates(
+        "Ada Thorne was a surveyor from Leeds. Over the next winters he charted the Islay coast.",
+        relations.pattern_relations,
+    )
+    assert ("Ada Thorne", "is_a", "surveyor", 0.6, 1.0) in found
+    assert not [c for c in found if c[2] in ("winters", "winter")]
