@@ -1711,17 +1711,65 @@ _PRONOUN = re.compile(
 # What a document about code is ("this module"); a class or function is one of its parts.
 _CONTAINER_HINTS = frozenset("module package library framework".split())
 _CODE_HINTS = frozenset("module package library function method class api object type interface framework".split())
+# Personal pronouns, which stand for people; group 1 is a feminine, group 2 a masculine form.
+_PERSONAL = re.compile(r"[HhSs](?<!\w[HhSs])(?:(?<=[Ss])he|(?<=[Hh])(?:(ers?|erself)|(e|im|is|imself)))\b")
+_GENDERED = {"she": "f", "he": "m"}
+# The last word of a name that makes it a place, an organisation, an event or a work, no
+# person: the usual designators of named-entity recognition ("Royal Society", "Black Sea").
+_DESIGNATORS = frozenset(
+    "university college school institute academy society association union league council committee "
+    "company corporation bank museum gallery library church cathedral abbey temple mosque palace castle "
+    "tower bridge street road avenue square park garden city town village county province state states "
+    "kingdom empire republic island islands mountain mountains lake river sea ocean bay gulf desert "
+    "forest valley prize award war revolution party army navy court press festival theatre theater hall "
+    "house center centre foundation station airport railway region district peninsula strait canal "
+    "ministry department agency organization organisation group institution".split()
+)
+# Where a place is named: "born in Warsaw", "moved to Paris", "a goldsmith from Mainz".
+_LOCATIVE_BEFORE = re.compile(r"\b(?:in|at|to|from|into|near|across|through|towards?|throughout)\s+(?:the\s+)?$")
+_DEFINITE = re.compile(r"\b(?:[Tt]he|[Tt]his|[Tt]hat)\s+$")
+_PREDICATE_BEFORE = re.compile(r"\b(?:is|are|was|were|be|been|became|become|becomes|as)\s+(?:the|this|that)\s+$")
+# "X is a Polish-born physicist", "X was the first ...", "X, a goldsmith from Mainz": a
+# class stated for X (the concept mention that follows, adjectives between allowed).
+_CLASS_STATEMENT = re.compile(
+    r"\s*(?:,|(?:is|was|are|were)(?:\s+(?:also|now|still|originally))?)\s+(?:an?|the|one\s+of\s+the)\s+"
+    r"(?:[\w-]+\s+){0,2}?$"
+)
+_TITLE_ARTICLE = re.compile(r"\b(?:[Tt]he|an?|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+(?:[\w-]+\s+){0,2}$")
+_COORDINATED = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+)(?:an?\s+)?$")
+_CLASS_TYPES = frozenset("name PERSON ORG GPE PRODUCT".split())
+_SENTENCE_OPENING = re.compile(r"(?:^|[.!?]\s+|\n\s*)(?:(?:The|A|An)\s+)?$")
 
 
-def coref_lite(chunk, mentions, analysis, subject=None):
-    """Resolve pronouns and demonstratives to the nearest compatible mention (seed 004 §6.4).
+def coref_lite(chunk, mentions, analysis, subject=None, lower_words=None):
+    """Resolve pronouns, demonstratives and definite descriptions to the mention they stand
+    for (seed 004 §6.4).
 
-    A pronoun that opens a sentence takes the subject (first named mention) of the previous
-    sentence; one that opens a clause, the subject of its own sentence; otherwise the last
-    named mention before it. "This module"-style phrases take the document subject when
-    it is code, else the last code or name. Returns new mentions whose ``antecedent`` is
-    the mention they stand for; they never leave the chunk, except for the subject.
+    "It" and "This module"-style phrases: a pronoun that opens a sentence takes the subject
+    (first named mention) of the previous sentence; one that opens a clause, the subject
+    of its own sentence; otherwise the last named mention before it. "This module"-style
+    phrases take the document subject when it is code, else the last code or name.
+    "He", "she", "his", "her" take a name that may be a person's (``_personal_antecedent``),
+    and "it" never one known to be a person. "The city" takes the name the text said is a
+    city ("Kyoto is a city", "X, a city", "the city X"), or the document subject whose name
+    ends in that noun. Returns new mentions whose ``antecedent`` is the mention they
+    stand for; they never leave the chunk, except for the subject.
     """
+    masked = analysis.masked
+    people = _PERSONAL.search(masked) is not None
+    classes = _stated_classes(mentions, masked, subject)
+    if not people and not classes:
+        return _resolve(chunk, mentions, analysis, subject, None, None)
+    animacy = _Animacy(mentions, masked, classes, lower_words)
+    if people:
+        # Who "he" and "she" stand for ("until his death") is known before any "it" is
+        # resolved ("its president"): one pass to learn it (and what an "It" opening a
+        # sentence stands for), one to resolve.
+        _resolve(chunk, mentions, analysis, subject, animacy, classes, learn_things=False)
+    return _resolve(chunk, mentions, analysis, subject, animacy, classes)
+
+
+def _resolve(chunk, mentions, analysis, subject, animacy, classes, learn_things=True):
     masked = analysis.masked
     anchors = sorted(
         (m for m in mentions if m.type not in ("concept", "version", "DATE", "step") and not m.features.get("head")),
@@ -1731,44 +1779,33 @@ def coref_lite(chunk, mentions, analysis, subject=None):
     for m in anchors:
         by_sentence.setdefault(analysis.sentence_of(m.start), []).append(m)
     taken = {(m.start, m.end) for m in mentions}
+    found = [(match.start(), match.end(), "it", match) for match in _PRONOUN.finditer(masked)]
+    if animacy is not None:
+        found.extend((match.start(), match.end(), "person", match) for match in _PERSONAL.finditer(masked))
+        found.extend((start, end, "definite", antecedent) for start, end, antecedent in _definite_descriptions(mentions, masked, classes, subject))
+        found.sort(key=lambda f: f[0])
+    chains = {}  # gender → (sentence, antecedent) of the last pronoun of that gender
     result = []
-    for match in _PRONOUN.finditer(masked):
-        start, end = match.span()
-        if (start, end) in taken or _expletive(masked, end):
+    for start, end, kind, match in found:
+        if (start, end) in taken:
             continue
-        noun = (match.group(1) or "").lower()
         index = analysis.sentence_of(start)
-        sentence_start = analysis.sentences[index][0]
-        opening = start == sentence_start
-        if noun and masked[start : start + 4] in ("The ", "the ") and not opening:
-            continue
-        before = [m for m in by_sentence.get(index, ()) if m.end <= start]
-        previous = None
-        for back in (1, 2):
-            if by_sentence.get(index - back):
-                previous = _sentence_subject(by_sentence[index - back], masked)
-                break
-        if noun:
-            if noun in _CONTAINER_HINTS and subject is not None and subject.type == "code":
-                antecedent = subject
-            else:
-                wanted = ("code",) if noun in _CODE_HINTS else ("code", "name", "term", "ORG", "PRODUCT")
-                candidates = [m for m in before if m.type in wanted]
-                antecedent = candidates[-1] if candidates else (previous if previous and previous.type in wanted else subject)
-                if noun in _CODE_HINTS and noun not in _CONTAINER_HINTS and antecedent is not None and subject is not None and (
-                    (antecedent.antecedent or antecedent) is subject or antecedent.norm == subject.norm
-                ):
-                    continue  # "This class is a subclass of X" under a module's title: some class, not the module
-        elif opening or re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start]):
-            antecedent = previous or (before[0] if before else subject)
+        if kind == "definite":
+            antecedent = match
+        elif kind == "person":
+            antecedent = _personal_antecedent(match, start, index, analysis, by_sentence, chains, animacy, subject)
         else:
-            antecedent = before[-1] if before else previous
+            antecedent = _thing_antecedent(match, start, index, analysis, by_sentence, animacy, subject)
         if antecedent is None:
             continue
         antecedent = antecedent.antecedent or antecedent
+        if animacy is not None and (kind == "person" or kind == "it" and masked[start + 1 : start + 2] in "tT" and (
+            learn_things or start == analysis.sentences[index][0]
+        )):
+            animacy.learn(antecedent, kind == "person")
         mention = Mention(
             chunk.text[start:end], antecedent.type, start, end, 0.5,
-            {"coref": True, "antecedent": antecedent.name},
+            {"coref": True, "antecedent": antecedent.name, **({"definite": True} if kind == "definite" else {})},
             name=antecedent.name, norm=antecedent.norm, antecedent=antecedent, extractor="coref",
         )
         result.append(mention)
@@ -1776,6 +1813,281 @@ def coref_lite(chunk, mentions, analysis, subject=None):
         chain.append(mention)
         chain.sort(key=lambda m: m.start)
     return result
+
+
+def _thing_antecedent(match, start, index, analysis, by_sentence, animacy, subject):
+    """What "it", "they" or "this module" stands for (see ``coref_lite``); None for an
+    expletive ("it is possible to ...")."""
+    masked = analysis.masked
+    end = match.end()
+    if _expletive(masked, end):
+        return None
+    noun = (match.group(1) or "").lower()
+    sentence_start = analysis.sentences[index][0]
+    opening = start == sentence_start
+    if noun and masked[start : start + 4] in ("The ", "the ") and not opening:
+        return None
+    # "It" and "its" stand for no person ("they" may).
+    thing = animacy is not None and masked[start + 1 : start + 2] in ("t", "T")
+    before = [m for m in by_sentence.get(index, ()) if m.end <= start and not (thing and animacy.person(m))]
+    previous = None
+    for back in (1, 2):
+        anchors = by_sentence.get(index - back)
+        if thing and anchors:
+            anchors = [m for m in anchors if not animacy.person(m)]
+        if anchors:
+            previous = _sentence_subject(anchors, masked)
+            break
+    if thing and subject is not None and animacy.person(subject):
+        subject = None
+    if noun:
+        if noun in _CONTAINER_HINTS and subject is not None and subject.type == "code":
+            return subject
+        wanted = ("code",) if noun in _CODE_HINTS else ("code", "name", "term", "ORG", "PRODUCT")
+        candidates = [m for m in before if m.type in wanted]
+        antecedent = candidates[-1] if candidates else (previous if previous and previous.type in wanted else subject)
+        if noun in _CODE_HINTS and noun not in _CONTAINER_HINTS and antecedent is not None and subject is not None and (
+            (antecedent.antecedent or antecedent) is subject or antecedent.norm == subject.norm
+        ):
+            return None  # "This class is a subclass of X" under a module's title: some class, not the module
+        return antecedent
+    if opening:
+        return previous or (before[0] if before else subject)
+    if re.search(r"[,;(]\s*(?:\w+\s+)?$", masked[sentence_start:start]):
+        # A pronoun opening a clause: its own sentence's subject ("The foundry was sold; it is ...").
+        if before and _clause_subject(before[0], masked, sentence_start):
+            return before[0]
+        return previous or (before[0] if before else subject)
+    return before[-1] if before else previous
+
+
+def _clause_subject(m, masked, sentence_start):
+    """Whether ``m``, the first named mention of its sentence, is its subject: nothing but
+    an article or a fronted phrase and its comma before it."""
+    lead = masked[sentence_start : m.start].strip()
+    return not lead or lead.endswith(",") or lead in ("The", "the")
+
+
+def _personal_antecedent(match, start, index, analysis, by_sentence, chains, animacy, subject):
+    """The person "he", "she", "his" or "her" stands for, among the names that may be a
+    person's (``_Animacy.may_be_person``), as Hobbs' search goes: the subject of its own
+    clause ("Newton served ... until his death"); else the person the last pronoun of its
+    gender stood for, within two sentences ("Together with her husband Pierre she ...");
+    else the first such name before it in its sentence; else the previous sentence's
+    subject; else the document subject. A pronoun opening its sentence, or an object
+    ("him", "told her"), skips its own sentence."""
+    masked = analysis.masked
+    gender = "f" if match.group(1) or masked[start] in "Ss" else "m"
+    other = chains.get("m" if gender == "f" else "f")
+    word = match.group().lower()
+
+    def fits(m):
+        if m.features.get("coref") and m.surface[:2] in ("It", "it"):
+            return False
+        m = m.antecedent or m
+        return animacy.may_be_person(m) and (other is None or m.norm != other[1].norm)
+
+    sentence_start = analysis.sentences[index][0]
+    before = [m for m in by_sentence.get(index, ()) if m.end <= start and fits(m)]
+    if word.endswith("self"):
+        antecedent = before[-1] if before else None  # "he had admitted himself"
+    else:
+        following = re.match(r"\s*(\w*)", masked[match.end() : match.end() + 24]).group(1).lower()
+        objective = word == "him" or word == "her" and (not following or following in STOPWORDS)
+        if objective:
+            before = []
+        chain = chains.get(gender)
+        if before and _clause_subject(before[0], masked, sentence_start):
+            antecedent = before[0]  # its own clause's subject
+        elif chain is not None and index - chain[0] <= 2 and fits(chain[1]):
+            antecedent = chain[1]
+        elif before:
+            antecedent = before[0]
+        else:
+            antecedent = None
+            for back in (1, 2):
+                anchors = [m for m in by_sentence.get(index - back, ()) if fits(m)]
+                if anchors:
+                    antecedent = _sentence_subject(anchors, masked)
+                    break
+            if antecedent is None and subject is not None and fits(subject):
+                antecedent = subject
+    if antecedent is not None:
+        chains[gender] = (index, antecedent.antecedent or antecedent)
+    return antecedent
+
+
+class _Animacy:
+    """Which names of a chunk may be a person's: True (known to be), False (known not to
+    be: a place after "in", an organisation by its last word, what "it" stood for, a name
+    stated to be a city), None (unknown)."""
+
+    def __init__(self, mentions, masked, classes, lower_words):
+        self.known = {}
+        self.said = {}  # norm → what a pronoun said: True ("he"), False ("it")
+        self.lower_words = lower_words
+        places = {}
+        for m in mentions:
+            if m.type == "PERSON":
+                self.known[m.norm] = True
+            elif m.start is not None and m.type == "name":
+                place = _LOCATIVE_BEFORE.search(masked, max(0, m.start - 16), m.start) is not None
+                places[m.norm] = places.get(m.norm, True) and place
+        for norm, place in places.items():
+            if place:  # every mention a place's ("born in Warsaw")
+                self.known.setdefault(norm, False)
+        self.stated = {}  # norm → the class heads stated for it
+        for head, stated in classes.items():
+            for _, m in stated:
+                self.stated.setdefault(m.norm, set()).add(head)
+                if head in _DESIGNATORS:
+                    self.known[m.norm] = False
+
+    def person(self, m):
+        m = m.antecedent or m
+        if m.type == "PERSON":
+            return True
+        if m.type != "name":
+            return False
+        known = self.known.get(m.norm)
+        if known is None:
+            known = self.said.get(m.norm)
+        words = m.name.split()
+        if known is None and len(words) > 1 and self.said.get(_surname(words)):
+            known = True  # "Van Gogh" after "his" stood for "Vincent van Gogh"
+        if known is not None:
+            return known
+        last = words[-1].lower()
+        if words[0] in ("The", "the") or last in _DESIGNATORS or (
+            len(words) > 1 and self.lower_words is not None and last in self.lower_words
+        ):
+            return False
+        return None
+
+    def may_be_person(self, m):
+        """Whether ``m`` may be a person's name: known to be, or not known not to be and
+        either of two or more words, none an acronym ("Ada Lovelace", not "South AFB"), or
+        stated to be a person ("Plato was a Greek philosopher")."""
+        known = self.person(m)
+        if known is not None:
+            return known
+        m = m.antecedent or m
+        words = m.name.split()
+        if len(words) > 1:
+            return not any(w.isupper() and len(w) > 1 for w in words)
+        return any(_person_noun(head) for head in self.stated.get(m.norm, ()))
+
+    def learn(self, m, person):
+        """What a pronoun said of ``m``; "he" outweighs "it"."""
+        if person or self.said.get(m.norm) is None:
+            self.said[m.norm] = person
+        if person and m.type in ("name", "PERSON") and " " in m.name:
+            self.said[_surname(m.name.split())] = True
+
+
+# Nouns for people without an agent suffix ("-er", "-ist", ...): kinship, rank, calling.
+_PERSON_NOUNS = frozenset(
+    "king queen prince princess emperor empress pope saint monk nun priest bishop poet knight judge "
+    "prophet child wife husband son daughter brother sister father mother architect diplomat general "
+    "admiral pilot chef cook friend pupil student disciple heir ruler sultan caliph pharaoh tsar czar "
+    "duke duchess count countess lord lady baron emir khan shah rabbi imam guru".split()
+)
+
+
+def _person_noun(head):
+    """A noun that names a kind of person: "physicist", "painter", "scholar", "actress",
+    "statesman", "king" (by its suffix, or a short list of others)."""
+    return head in _PERSON_NOUNS or head not in _DESIGNATORS and len(head) > 4 and head.endswith(
+        ("er", "or", "ist", "ian", "ess", "man", "ar", "ee")
+    )
+
+
+def _surname(words):
+    return "surname:" + words[-1].lower()
+
+
+def _stated_classes(mentions, masked, subject):
+    """Head noun (lemma) → [(position, mention)] for the classes the text states of its
+    names: "X is a Polish-born physicist and chemist", "X, a goldsmith", "the farmer X";
+    and the document subject's last word when its name has several ("Royal Society":
+    society). Kinds of code ("module", "function") are left to ``_PRONOUN``."""
+    classes = {}
+    if subject is not None and subject.type in _CLASS_TYPES and " " in subject.name:
+        last = subject.name.split()[-1].lower()
+        if lemma(last) == last:  # "Royal Society", not "Built-in Exceptions"
+            classes.setdefault(last, []).append((-1, subject))
+    outer = [m for m in mentions if m.start is not None and not m.features.get("head")]
+    concepts = [m for m in outer if m.type == "concept"]
+    if not concepts:
+        return classes
+    starts = [m.start for m in concepts]
+    for m in outer:
+        if m.type not in _CLASS_TYPES and not (
+            m.type == "concept" and " " in m.name and _SENTENCE_OPENING.search(masked, max(0, m.start - 8), m.start)
+        ):
+            continue  # a name, or a phrase opening its sentence ("The printing press is a machine")
+        k = bisect_right(starts, m.end)
+        if k < len(concepts):
+            c = concepts[k]
+            statement = _CLASS_STATEMENT.match(masked[m.end : c.start])
+            if statement and statement.group().lstrip().startswith(",") and (
+                m.type == "concept" or _AFTER_PREPOSITION.search(masked, max(0, m.start - 16), m.start)
+            ):
+                statement = None  # "On Windows, a symlink ...": no apposition
+            if statement:
+                stated = [c]
+                while k + 1 < len(concepts) and _COORDINATED.fullmatch(masked[concepts[k].end : concepts[k + 1].start]):
+                    k += 1
+                    stated.append(concepts[k])
+                for c in stated:
+                    classes.setdefault(_head(c), []).append((c.end, m))
+        if m.type in _CLASS_TYPES and k > 0:
+            c = bisect_right(starts, m.start) - 1
+            c = concepts[c] if c >= 0 else None
+            if (
+                c is not None and c.end <= m.start and not masked[c.end : m.start].strip()
+                and (_head(c) in _DESIGNATORS or _person_noun(_head(c)) and " " in m.name and not any(
+                    w.isupper() and len(w) > 1 for w in m.name.split()
+                ))
+                and _TITLE_ARTICLE.search(masked, max(0, c.start - 30), c.start)
+            ):
+                classes.setdefault(_head(c), []).append((m.end, m))  # "the farmer Sancho Panza", "the river Thames"
+    for head in [h for h in classes if h in _CODE_HINTS or h in KIND_NOUNS]:
+        del classes[head]
+    return classes
+
+
+def _head(concept):
+    return lemma(concept.name.split()[-1].lower())
+
+
+def _definite_descriptions(mentions, masked, classes, subject):
+    """(start, end, antecedent) for each "the city" whose noun is a class stated before of
+    one name (the nearest), not a predicate ("is the city") nor a title ("the city of X",
+    "the city Kyoto")."""
+    found = []
+    if not classes:
+        return found
+    for c in mentions:
+        if c.type != "concept" or " " in c.name or c.start is None:
+            continue
+        stated = classes.get(_head(c))
+        if not stated:
+            continue
+        word = c.surface.lower()
+        if not word.isalpha() or word_class(word) != "noun" or word.endswith("s") and lemma(word) != word:
+            continue  # "the lists", "the old-style": no name's class
+        article = _DEFINITE.search(masked, max(0, c.start - 6), c.start)
+        if article is None or _PREDICATE_BEFORE.search(masked, max(0, c.start - 20), c.start):
+            continue
+        after = masked[c.end : c.end + 4]
+        if re.match(r"\s+of\b|\s+[A-Z`]|[-'’]", after):
+            continue
+        before = [(position, m) for position, m in stated if position < c.start and m.norm != c.norm]
+        if not before:
+            continue
+        found.append((article.start(), c.end, before[-1][1]))
+    return found
 
 
 _AFTER_PREPOSITION = re.compile(r"\b(?:by|of|in|on|at|to|for|from|with|into|about|under|over|via)\s+(?:the\s+|an?\s+)?$", re.I)
@@ -1937,9 +2249,10 @@ def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
     mentions = _modifier_names(_premodifiers(resolve_overlaps(_cut_at_names(_origins(mentions), chunk.text)), chunk.text))
-    corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"))
+    corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"), context.lower_words)
     if corefs:
-        spans = [(c.start, c.end) for c in corefs]
+        # "The city" also keeps its noun, a mention of the class ("Kyoto is a city").
+        spans = [(c.start, c.end) for c in corefs if not c.features.get("definite")]
         mentions = [
             m for m in mentions
             if not any(a <= m.start and m.end <= b for a, b in spans)

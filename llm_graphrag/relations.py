@@ -804,7 +804,7 @@ def _titled(a, b, masked):
     two or more capitalised words); ``extraction._title_before_name`` keeps such a title a
     mention of its own."""
     return (
-        a.type == "concept" and b.type in _NAMED and masked[a.end : b.start] == " "
+        a.type == "concept" and b.type in _NAMED and masked[a.end : b.start] == " " and not b.features.get("coref")
         and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
         and word_class(a.name.split()[-1].lower()) == "noun"
         and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None

@@ -383,6 +383,26 @@ def _relations(db):
     ).fetchall()
 
 
+def test_a_pronoun_and_a_definite_description_carry_relations_to_their_antecedents(tmp_path):
+    db = _db_with(tmp_path, [
+        ("Halvard Ness", "Halvard Ness was a Norwegian cartographer. He lives in Bergen."),
+        ("Orla Trust", "The Orla Trust is a charity for sailors. The charity is based in Leeds."),
+    ])
+    extract_and_link(db)
+    facts = {(s, rel, d) for s, rel, d, _, _ in _relations(db)}
+    assert ("Halvard Ness", "located_in", "Bergen") in facts
+    assert ("Orla Trust", "located_in", "Leeds") in facts
+    assert db.execute(
+        "select ev.sentence, ev.doc_id from relation_evidence ev join relations r on r.id = ev.relation_id "
+        "join entities s on s.id = r.src_id where r.rel = 'located_in' order by ev.doc_id"
+    ).fetchall() == [("He lives in Bergen.", 1), ("The charity is based in Leeds.", 2)]
+    # The pronoun and the description are mentions of the entity they stand for.
+    assert db.execute(
+        "select m.surface, e.name from mentions m join entities e on e.id = m.entity_id "
+        "where m.features like '%\"coref\": true%' order by m.doc_id"
+    ).fetchall() == [("He", "Halvard Ness"), ("The charity", "Orla Trust")]
+
+
 def test_extract_and_link_writes_the_graph(tmp_path):
     db = _db_with(tmp_path, SERVICES)
     # The documents' mentions and the new entities as stored once refined: "service" went.
@@ -920,6 +940,68 @@ def test_a_verb_after_a_subject_pronoun_and_an_adverb_is_no_noun():
 def test_a_pronoun_takes_the_previous_sentence_subject_not_a_prepositional_object():
     mentions = mentions_of("The fastest broker supported by Basin, Kestrel is small. It is used by Heron.")
     assert [(m.surface, m.name) for m in mentions if m.antecedent] == [("It", "Kestrel")]
+
+
+def _corefs(mentions):
+    return [(m.surface, m.name) for m in mentions if m.antecedent]
+
+
+def test_personal_pronouns_take_the_person_not_a_place():
+    mentions = mentions_of(
+        "Halvard Ness was a Norwegian cartographer. He was born in Bergen in 1822 and moved to "
+        "Oslo, where he taught at the naval academy. His charts of the fjords stayed in use for decades.",
+        title="Halvard Ness",
+    )
+    assert _corefs(mentions) == [("He", "Halvard Ness"), ("he", "Halvard Ness"), ("His", "Halvard Ness")]
+
+
+def test_a_pronoun_keeps_to_its_gender_and_a_title_names_the_other_person():
+    mentions = mentions_of(
+        "Ingrid Holm was a Swedish botanist. Together with her brother Erik Holm she described "
+        "forty mosses. He later became a bishop and gave her his herbarium."
+    )
+    assert _corefs(mentions) == [
+        ("her", "Ingrid Holm"), ("she", "Ingrid Holm"), ("He", "Erik Holm"), ("her", "Ingrid Holm"), ("his", "Erik Holm"),
+    ]
+
+
+def test_it_never_stands_for_a_person():
+    # "his" says Olav Brekke is a person, so "its" is the society's.
+    mentions = mentions_of(
+        "The Halden Society is a learned society in Oslo. Olav Brekke served as its secretary until his death."
+    )
+    assert _corefs(mentions) == [("its", "Halden Society"), ("his", "Olav Brekke")]
+
+
+def test_a_one_word_name_is_no_person_unless_stated_so():
+    assert _corefs(mentions_of("The tool Kestrel reads tide tables. He wrote it in a week.")) == [("it", "Kestrel")]
+    mentions = mentions_of("In 8 AD the emperor sent Ovid, a Roman poet, to Tomis. He died there.")
+    assert _corefs(mentions) == [("He", "Ovid")]
+
+
+def test_a_definite_description_takes_the_name_stated_of_its_class():
+    mentions = mentions_of(
+        "Lake Sorrel is a glacial lake in Tasmania. Trout were released there in 1900, and the lake "
+        "is now closed to fishing. Marta Quint, a potter from Delft, moved to Hobart. The potter "
+        "sold her jugs at the harbour."
+    )
+    assert _corefs(mentions) == [("the lake", "Lake Sorrel"), ("The potter", "Marta Quint"), ("her", "Marta Quint")]
+    # The noun stays a mention of the class too.
+    assert ("lake", "concept") in [(m.name, m.type) for m in mentions if m.start and m.start > 60]
+
+
+def test_a_definite_description_takes_the_subject_named_by_its_noun():
+    mentions = mentions_of("Founded in 1850, it grew fast. The society now has a library in Leeds.", title="Orla Society")
+    assert _corefs(mentions)[-1] == ("The society", "Orla Society")
+
+
+def test_definite_descriptions_that_name_no_stated_class_stay_concepts():
+    # A predicate, a plural, an apposition after a preposition, a noun with "of": none is an anaphor.
+    mentions = mentions_of(
+        "Brenn is a city in Norway. Tromsø is the city of the north. On Linux, a symlink is a file. "
+        "The symlink is read first. Brenn has two harbours, and the cities trade fish."
+    )
+    assert _corefs(mentions) == []
 
 
 def test_markdown_underscore_bold_is_a_term_and_a_dunder_name_is_code():

@@ -839,3 +839,14 @@ def test_stated_relations_keep_their_phrase_and_can_be_switched_off():
     settings = extraction.ExtractionSettings(stated=False)
     assert candidates(text, _stated, settings=settings) == []
     assert fact_text("Tomas Berg", "stated", "Umea", "was born in") == "Tomas Berg was born in Umea"
+
+
+def test_a_pronoun_after_a_noun_is_no_title_of_its_antecedent():
+    # "winters he" is no "the surveyor Ada Thorne": the pronoun stands for Ada Thorne, who is
+    # no winter.
+    found = candidates(
+        "Ada Thorne was a surveyor from Leeds. Over the next winters he charted the Islay coast.",
+        relations.pattern_relations,
+    )
+    assert ("Ada Thorne", "is_a", "surveyor", 0.6, 1.0) in found
+    assert not [c for c in found if c[2] in ("winters", "winter")]
