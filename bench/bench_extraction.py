@@ -253,12 +253,12 @@ def bench_speed(runs, limit, compare):
 # Quality on the golden set
 
 
-def load_golden():
-    """Every passage of every ``*.yaml`` file under ``tests/golden/``, files in name order;
-    each is tagged with its half (``even`` or ``odd`` position within its file) and its file's
-    stem."""
+def load_golden(folder=GOLDEN):
+    """Every passage of every ``*.yaml`` file under ``folder`` (``tests/golden/``), files in
+    name order; each is tagged with its half (``even`` or ``odd`` position within its file)
+    and its file's stem."""
     passages = []
-    for path in sorted(GOLDEN.glob("*.yaml")):
+    for path in sorted(pathlib.Path(folder).glob("*.yaml")):
         for position, passage in enumerate(yaml.safe_load(path.read_text())):
             passages.append({**passage, "half": "odd" if position % 2 else "even", "file": path.stem})
     return passages
@@ -353,16 +353,19 @@ def evaluate(passages, predictions):
     }
 
 
-def bench_quality(split=None, file=None, ner=SETTINGS["ner"]):
+def bench_quality(split=None, file=None, ner=SETTINGS["ner"], folder=GOLDEN):
     """Scores on the whole golden set, or on one half of it (``even``: the passages at even
     positions within each file, the half rules are tuned on; ``odd``: the check half), or on
     one file's passages (``file``: its stem, such as ``science``). Every passage is extracted
     either way, so halves and files are scored on the same graph. ``ner``: the extraction
-    setting for spaCy (``off`` as the speed runs, or ``auto``)."""
-    passages = load_golden()
+    setting for spaCy (``off`` as the speed runs, or ``auto``). ``folder``: where the
+    ``*.yaml`` files are (``tests/heldback/`` holds passages kept for checking only)."""
+    passages = load_golden(folder)
+    if not passages:
+        sys.exit(f"No golden passages in {folder}: --golden takes a folder of *.yaml files")
     if file and not any(p["file"] == file for p in passages):
         stems = ", ".join(sorted({p["file"] for p in passages}))
-        sys.exit(f"No golden file {GOLDEN / file}.yaml: --file takes one of {stems}")
+        sys.exit(f"No golden file {pathlib.Path(folder) / file}.yaml: --file takes one of {stems}")
     with tempfile.TemporaryDirectory() as tmp:
         predictions = predict(passages, pathlib.Path(tmp) / "golden.db", {**SETTINGS, "ner": ner})
     if file:
@@ -390,12 +393,16 @@ def main():
         help="score one golden file only, by its name without .yaml (e.g. encyclopedic)",
     )
     parser.add_argument(
+        "--golden", metavar="DIR", default=GOLDEN, type=pathlib.Path,
+        help="folder of golden *.yaml files (default tests/golden; tests/heldback is for checks only)",
+    )
+    parser.add_argument(
         "--compare", action="store_true",
         help="before each run, time one with workers=0 (everything in one process)",
     )
     args = parser.parse_args()
     report = {"machine": machine()}
-    report["quality"] = bench_quality(args.split, args.file, args.ner)
+    report["quality"] = bench_quality(args.split, args.file, args.ner, args.golden)
     if not args.quality_only:
         report["speed"] = bench_speed(args.runs, args.limit, args.compare)
     print(json.dumps(report, indent=2))
