@@ -2,8 +2,10 @@
 
 Asks every question of an evaluation file's split in each mode on a built database (``-d``
 of ``llm graphrag eval``), with the same figures as ``llm graphrag eval``, then lists the
-figures on which the default (graph) is below the best single mode and the questions
-behind them: the gold documents' ranks in each mode and the default's first results.
+figures on which the default (graph) is below a single mode, with how many questions it
+does worse and better on there (and a one-sided sign test's p: is the loss more than
+chance?), and the questions behind them: the gold documents' ranks in each mode and the
+default's first results.
 The two searches are run once per question and reused by every mode.
 
     python bench/compare_modes.py FILE -d DATABASE [--split dev-even] [--show 10]
@@ -15,6 +17,7 @@ The two searches are run once per question and reused by every mode.
 import argparse
 import ast
 import json
+import math
 import pathlib
 import sys
 import time
@@ -130,6 +133,27 @@ def deficits(results, default="graph"):
     return table, lost
 
 
+def value(row, name):
+    """One question's contribution to the figure ``name``."""
+    if name.startswith("R@"):
+        k, kind = name[2:].split(" ")
+        return float(row["recall"][int(k)][kind == "both"])
+    return row["ranking"][("hit@1", "MRR@10", "P@5").index(name)]
+
+
+def churn(rows, other_rows, name):
+    """``(worse, better, p)``: the questions on which ``rows`` score below / above
+    ``other_rows`` on ``name``, and the one-sided sign test's p of that many worse."""
+    worse = better = 0
+    for mine, theirs in zip(rows, other_rows):
+        a, b = value(mine, name), value(theirs, name)
+        worse += a < b - 1e-9
+        better += a > b + 1e-9
+    n = worse + better
+    p = sum(math.comb(n, i) for i in range(worse, n + 1)) / 2**n if n else 1.0
+    return worse, better, p
+
+
 def print_table(table):
     names = list(next(iter(table.values())))
     print("| mode | " + " | ".join(names) + " |")
@@ -156,10 +180,15 @@ def main(argv=None):
     began = time.perf_counter()
     results = run(args.file, args.database, args.split, options)
     table, lost = deficits(results)
-    print(f"{args.file} {args.split}: {len(results['graph'])} questions, {time.perf_counter() - began:.1f} s")
+    seconds = time.perf_counter() - began
+    print(f"{args.file} {args.split}: {len(results['graph'])} questions, {seconds:.1f} s")
     print_table(table)
     for name, value, mode, other in lost:
-        print(f"- {name}: graph {value:.4f} < {mode} {other:.4f}")
+        worse, better, p = churn(results["graph"], results[mode], name)
+        print(
+            f"- {name}: graph {value:.4f} < {mode} {other:.4f}; questions worse {worse}, "
+            f"better {better} (one-sided sign test p = {p:.2f})"
+        )
     if not args.show:
         return
     print("\nQuestions where a single mode ranks a gold document higher than the default:")
@@ -173,8 +202,9 @@ def main(argv=None):
                 better[mode] = _rank(results[mode][i])
         if better and shown < args.show:
             shown += 1
-            print(f"#{row['number']} {row['question']!r} gold {row['gold']}: graph {_rank(row)} "
-                  + " ".join(f"{m} {r}" for m, r in better.items()))
+            others = " ".join(f"{m} {r}" for m, r in better.items())
+            print(f"#{row['number']} {row['question']!r} gold {row['gold']}:")
+            print(f"    graph {_rank(row)} {others}")
             print(f"    graph top: {row['ranked'][:5]}")
 
 

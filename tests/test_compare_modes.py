@@ -53,7 +53,8 @@ def test_figures_match_the_eval_command(built):
         expected = report["modes"][mode]
         for k in (2, 5, 10):
             for kind in ("any", "both"):
-                assert figures[f"R@{k} {kind}"] == pytest.approx(expected["recall"][str(k)][kind], abs=1e-4)
+                wanted = expected["recall"][str(k)][kind]
+                assert figures[f"R@{k} {kind}"] == pytest.approx(wanted, abs=1e-4)
         for name, key in (("hit@1", "hit@1"), ("MRR@10", "mrr@10"), ("P@5", "p@5")):
             assert figures[name] == pytest.approx(expected["ranking"][key], abs=1e-4)
 
@@ -66,13 +67,10 @@ def test_each_questions_searches_run_once(built):
 
 
 def test_deficits_name_the_single_mode_ahead():
-    def row(rank_of_gold):
-        ranked = ["x"] * 10
-        if rank_of_gold:
-            ranked[rank_of_gold - 1] = "g"
+    def row(rank):  # one question whose gold document is at ``rank``
         return {
-            "recall": {k: (rank_of_gold is not None and rank_of_gold <= k, False) for k in (2, 5, 10)},
-            "ranking": (1.0 if rank_of_gold == 1 else 0.0, 1 / rank_of_gold if rank_of_gold else 0.0, 0.0),
+            "recall": {k: (rank <= k, False) for k in (2, 5, 10)},
+            "ranking": (1.0 if rank == 1 else 0.0, 1 / rank, 0.0),
         }
 
     results = {"bm25": [row(1)], "vector": [row(3)], "hybrid": [row(1)], "graph": [row(2)]}
@@ -80,6 +78,8 @@ def test_deficits_name_the_single_mode_ahead():
     assert ("hit@1", 0.0, "bm25", 1.0) in lost
     assert ("MRR@10", 0.5, "hybrid", 1.0) in lost
     assert all(mode != "vector" for _, _, mode, _ in lost)
+    assert compare_modes.churn(results["graph"], results["bm25"], "hit@1") == (1, 0, 0.5)
+    assert compare_modes.churn(results["graph"], results["vector"], "MRR@10")[:2] == (0, 1)
 
 
 def test_main_prints_the_table_and_the_deficits(built, capsys):
