@@ -376,14 +376,19 @@ def _extract(
     found = found if found is not None else _ExtractedCache()
     known_before = {p[0] for p in pending if found.has(p[0], p[3])}
     embedder = embedder_for(db)
-    workers = worker_count(workers, len(pending) - len(known_before), settings, least=least)
+    wanted, workers = workers, worker_count(workers, len(pending) - len(known_before), settings, least=least)
+    # Entity and fact vectors are computed in a process of their own while this one links
+    # (a local model only: a service's client and its open connections are not forked),
+    # also when every document is linked again from ``found`` and no worker is needed:
+    # an again round's embeddings were a tenth of its time in this process.
+    side = embedder.local and bool(workers or worker_count(wanted, len(pending), settings, least=least))
     if workers and least < parallel.MIN_ITEMS:
         # Forked workers start with what this process has loaded: load it once, here.
         from .extraction import spacy_pipeline
 
         if settings.ner != "off":
             spacy_pipeline()
-    if workers:
+    if workers or side:
         # The tokenizer's own thread pool would compete with the workers for the same
         # cores: every small embedding call here then waits for a busy core.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -409,9 +414,7 @@ def _extract(
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
     known = _KnownRelations(db)
-    # Entity and fact vectors are computed in a process of their own while this one links
-    # (a local model only: a service's client and its open connections are not forked).
-    with parallel.SideProcess(bool(workers) and embedder.local, _start_embedder, (embedder,)) as embed:
+    with parallel.SideProcess(side, _start_embedder, (embedder,)) as embed:
         batch = _Batch()
         chunks_of = {}  # doc id -> its chunks, kept here while a worker extracts them
 
