@@ -43,7 +43,8 @@ GENERIC_MENTION_TYPES = frozenset({"concept", "term", "name"})
 from .relations import SYMMETRIC, fact_text
 from .schema import DEFERRED_TRIGGERS as SUSPENDED_SETTING
 from .schema import (
-    VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, set_setting, triggers_deferred,
+    VECTOR_INSERT_TRIGGER, get_setting, has_trigger, indexes_deferred, restore_indexes, restore_triggers, set_setting,
+    triggers_deferred,
 )
 
 # Part of every extracted document's hash: raised when extraction gives other results, so
@@ -80,6 +81,7 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     documents came in.
     """
     restore_triggers(db)  # a bulk run that died midway left them out
+    restore_indexes(db)
     settings = load_settings(db)
     pending = _pending(db, doc_ids, force)
     if force and any(p[4] for p in pending):
@@ -179,10 +181,13 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
             returning = set()
         if pending:
             since = last_entity if unfinished else None  # the dead run's entities count too
-            totals, linked_before = _extract(
-                db, pending, settings, progress, workers, found, since,
-                least=AGAIN_MIN_DOCUMENTS if relink else parallel.MIN_ITEMS, returning=returning,
-            )
+            # A bulk run of documents never extracted only inserts until it refines.
+            inserts_only = bulk and not relink and not unfinished and not any(p[4] for p in pending)
+            with indexes_deferred(db, DEFERRED_INDEXES) if inserts_only else contextlib.nullcontext():
+                totals, linked_before = _extract(
+                    db, pending, settings, progress, workers, found, since,
+                    least=AGAIN_MIN_DOCUMENTS if relink else parallel.MIN_ITEMS, returning=returning,
+                )
         else:  # a dead run's documents all written: what its entities take is found here
             totals, linked_before = {"relations": 0}, set()
             if unfinished:
@@ -327,6 +332,15 @@ DEFERRED_TRIGGERS = {
     "relation_evidence": (EVIDENCE_TRIGGER,),
     "embeddings": (VECTOR_INSERT_TRIGGER + "entities", VECTOR_INSERT_TRIGGER + "facts"),
 }
+
+
+# Indexes a bulk run of documents never extracted drops while it writes them (``_run``),
+# and creates again before it refines: nothing it does meanwhile looks rows up by them
+# (mentions by entity, and relations by pair, keep theirs).
+DEFERRED_INDEXES = (
+    "idx_mentions_doc", "idx_mentions_chunk", "idx_relation_evidence_chunk", "idx_relation_evidence_doc",
+    "idx_relations_chunk", "idx_rel_src_rel", "idx_rel_dst_rel",
+)
 
 
 def _is_bulk(db, pending, unfinished=None):
