@@ -43,7 +43,8 @@ GENERIC_MENTION_TYPES = frozenset({"concept", "term", "name"})
 from .relations import SYMMETRIC, UNTYPED, fact_text
 from .schema import DEFERRED_TRIGGERS as SUSPENDED_SETTING
 from .schema import (
-    VECTOR_INSERT_TRIGGER, get_setting, has_trigger, restore_triggers, set_setting, triggers_deferred,
+    VECTOR_INSERT_TRIGGER, get_setting, has_trigger, indexes_deferred, restore_indexes, restore_triggers, set_setting,
+    triggers_deferred,
 )
 
 # Part of every extracted document's hash: raised when extraction gives other results, so
@@ -80,6 +81,7 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     documents came in.
     """
     restore_triggers(db)  # a bulk run that died midway left them out
+    restore_indexes(db)
     settings = load_settings(db)
     pending = _pending(db, doc_ids, force)
     if force and any(p[4] for p in pending):
@@ -179,10 +181,13 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
             returning = set()
         if pending:
             since = last_entity if unfinished else None  # the dead run's entities count too
-            totals, linked_before = _extract(
-                db, pending, settings, progress, workers, found, since,
-                least=AGAIN_MIN_DOCUMENTS if relink else parallel.MIN_ITEMS, returning=returning,
-            )
+            # A bulk run of documents never extracted only inserts until it refines.
+            inserts_only = bulk and not relink and not unfinished and not any(p[4] for p in pending)
+            with indexes_deferred(db, DEFERRED_INDEXES) if inserts_only else contextlib.nullcontext():
+                totals, linked_before = _extract(
+                    db, pending, settings, progress, workers, found, since,
+                    least=AGAIN_MIN_DOCUMENTS if relink else parallel.MIN_ITEMS, returning=returning,
+                )
         else:  # a dead run's documents all written: what its entities take is found here
             totals, linked_before = {"relations": 0}, set()
             if unfinished:
@@ -329,6 +334,15 @@ DEFERRED_TRIGGERS = {
 }
 
 
+# Indexes a bulk run of documents never extracted drops while it writes them (``_run``),
+# and creates again before it refines: nothing it does meanwhile looks rows up by them
+# (mentions by entity, and relations by pair, keep theirs).
+DEFERRED_INDEXES = (
+    "idx_mentions_doc", "idx_mentions_chunk", "idx_relation_evidence_chunk", "idx_relation_evidence_doc",
+    "idx_relations_chunk", "idx_rel_src_rel", "idx_rel_dst_rel",
+)
+
+
 def _is_bulk(db, pending, unfinished=None):
     """Whether a run of ``pending`` documents is bulk: at least as many as were extracted
     before (or finishing a bulk run that died). It refines the whole graph and suspends
@@ -376,14 +390,19 @@ def _extract(
     found = found if found is not None else _ExtractedCache()
     known_before = {p[0] for p in pending if found.has(p[0], p[3])}
     embedder = embedder_for(db)
-    workers = worker_count(workers, len(pending) - len(known_before), settings, least=least)
+    wanted, workers = workers, worker_count(workers, len(pending) - len(known_before), settings, least=least)
+    # Entity and fact vectors are computed in a process of their own while this one links
+    # (a local model only: a service's client and its open connections are not forked),
+    # also when every document is linked again from ``found`` and no worker is needed:
+    # an again round's embeddings were a tenth of its time in this process.
+    side = embedder.local and bool(workers or worker_count(wanted, len(pending), settings, least=least))
     if workers and least < parallel.MIN_ITEMS:
         # Forked workers start with what this process has loaded: load it once, here.
         from .extraction import spacy_pipeline
 
         if settings.ner != "off":
             spacy_pipeline()
-    if workers:
+    if workers or side:
         # The tokenizer's own thread pool would compete with the workers for the same
         # cores: every small embedding call here then waits for a busy core.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -409,9 +428,7 @@ def _extract(
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
     known = _KnownRelations(db)
-    # Entity and fact vectors are computed in a process of their own while this one links
-    # (a local model only: a service's client and its open connections are not forked).
-    with parallel.SideProcess(bool(workers) and embedder.local, _start_embedder, (embedder,)) as embed:
+    with parallel.SideProcess(side, _start_embedder, (embedder,)) as embed:
         batch = _Batch()
         chunks_of = {}  # doc id -> its chunks, kept here while a worker extracts them
 

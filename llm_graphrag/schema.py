@@ -83,6 +83,49 @@ def suspend_triggers(db, triggers):
         set_setting(db, DEFERRED_TRIGGERS, kept)
 
 
+DEFERRED_INDEXES = "deferred_indexes"  # setting: {index: its SQL} while dropped
+
+
+@contextlib.contextmanager
+def indexes_deferred(db, names):
+    """Write without the named indexes, then create them again, each in one sorted pass.
+
+    A bulk extraction's first pass only inserts, and looks nothing up by these: keeping
+    them up to date row by row, in random key order, wrote most of its index pages. Their
+    SQL is kept in the ``deferred_indexes`` setting, so a run that dies midway is mended
+    by ``restore_indexes`` (``extract_and_link`` calls it first)."""
+    suspend_indexes(db, names)
+    try:
+        yield
+    finally:
+        restore_indexes(db)
+
+
+def suspend_indexes(db, names):
+    """Drop the named indexes, keeping their SQL in a setting."""
+    with db.atomic():
+        kept = get_setting(db, DEFERRED_INDEXES, {})
+        marks = ", ".join("?" for _ in names)
+        for name, sql in db.execute(
+            f"select name, sql from sqlite_master where type = 'index' and name in ({marks}) order by name", list(names)
+        ).fetchall():
+            kept[name] = sql
+            db.execute(f'DROP INDEX "{name}"')
+        set_setting(db, DEFERRED_INDEXES, kept)
+
+
+def restore_indexes(db):
+    """Create again the indexes ``indexes_deferred`` dropped; does nothing when none are."""
+    kept = get_setting(db, DEFERRED_INDEXES)
+    if not kept:
+        return
+    with db.atomic():
+        for name, sql in sorted(kept.items()):
+            if db.execute("select 1 from sqlite_master where type = 'index' and name = ?", [name]).fetchone() is None:
+                db.execute(sql)
+        db.execute("delete from graphrag_settings where key = ?", [DEFERRED_INDEXES])
+
+
 def has_trigger(db, name):
     """Whether ``db`` has a trigger called ``name``."""
     return db.execute("select 1 from sqlite_master where type = 'trigger' and name = ?", [name]).fetchone() is not None

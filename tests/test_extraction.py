@@ -697,6 +697,63 @@ def test_bulk_extraction_defers_triggers_with_the_same_result(tmp_path, monkeypa
     assert stored == vectors[1]["entity_vec"]
 
 
+def _indexes(db):
+    return db.execute("select name, sql from sqlite_master where type = 'index' and sql is not null order by name").fetchall()
+
+
+def _graph_rows(db):
+    return [
+        db.execute(sql).fetchall()
+        for sql in (
+            "select id, type, name, norm, aliases, description, popularity, meta, status from entities order by id",
+            "select id, entity_id, doc_id, chunk_id, span_start, span_end, surface, type, link_score, meta from mentions order by id",
+            "select * from relations order by id",
+            "select * from relation_evidence order by id",
+            "select * from held_evidence order by rowid",
+        )
+    ]
+
+
+def test_bulk_extraction_drops_write_only_indexes_while_it_writes(tmp_path, monkeypatch):
+    """A bulk run of new documents writes without ``extract.DEFERRED_INDEXES`` and creates
+    them again before it refines: the same indexes after, and the same rows as a run that
+    keeps them up to date row by row."""
+    from llm_graphrag import extract
+
+    deferred = _sample_db(tmp_path / "deferred.db")
+    indexes = _indexes(deferred)
+    assert set(extract.DEFERRED_INDEXES) <= {name for name, _ in indexes}
+    during = []
+    real_flush, real_refine = extract._flush, extract.refine_graph
+    refining = []  # the indexes there when the graph is refined; during: before the first refinement
+    monkeypatch.setattr(extract, "_flush", lambda db, *a: (refining or during.append({n for n, _ in _indexes(db)}), real_flush(db, *a))[1])
+    monkeypatch.setattr(extract, "refine_graph", lambda db, *a, **k: (refining.append({n for n, _ in _indexes(db)}), real_refine(db, *a, **k))[1])
+    extract_and_link(deferred, workers=0)
+    assert during and all(not names & set(extract.DEFERRED_INDEXES) for names in during)
+    assert refining and all(set(extract.DEFERRED_INDEXES) <= names for names in refining)
+    assert _indexes(deferred) == indexes
+    assert deferred.execute("select count(*) from graphrag_settings where key = 'deferred_indexes'").fetchone() == (0,)
+    monkeypatch.setattr(extract, "DEFERRED_INDEXES", ())
+    row_by_row = _sample_db(tmp_path / "row_by_row.db")
+    extract_and_link(row_by_row, workers=0)
+    rows = _graph_rows(deferred)
+    assert rows == _graph_rows(row_by_row) and len(rows[1]) > 1000
+
+
+def test_the_next_run_creates_indexes_a_killed_run_left_dropped(tmp_path):
+    from llm_graphrag.extract import DEFERRED_INDEXES
+    from llm_graphrag.schema import suspend_indexes
+
+    db = _sample_db(tmp_path / "graphrag.db")
+    extract_and_link(db, workers=0)
+    indexes = _indexes(db)
+    suspend_indexes(db, DEFERRED_INDEXES)  # as a run killed midway leaves them
+    assert not {name for name, _ in _indexes(db)} & set(DEFERRED_INDEXES)
+    assert extract_and_link(db) == {"mentions": 0, "entities_new": 0, "relations": 0}
+    assert _indexes(db) == indexes
+    assert db.execute("select count(*) from graphrag_settings where key = 'deferred_indexes'").fetchone() == (0,)
+
+
 def test_triggers_put_back_during_a_bulk_run_count_evidence_once(tmp_path, monkeypatch):
     """Another run may put the triggers back while a bulk run goes on (it mends what it
     takes for a killed run): from then on the trigger counts, not the bulk run as well."""
