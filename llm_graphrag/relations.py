@@ -1146,7 +1146,7 @@ def _modifier(word):
     )
 
 
-def relation_phrase(between):
+def relation_phrase(between, relative=False):
     """The relation phrase the words ``between`` two mentions form, or None.
 
     ReVerb's syntactic constraint (Fader et al. 2011), read with the word classes this
@@ -1154,7 +1154,8 @@ def relation_phrase(between):
     words and ending in a preposition or a verb ("developed", "was born in", "is known
     for", "helped bring about"). The object's determiners and modifiers are left out ("a
     Polish-born"); a clause break (punctuation, a conjunction, a relative pronoun) or a
-    negation means no phrase.
+    negation means no phrase. ``relative``: the words follow "who" or "which", whose
+    clause opens with its verb ("which spans").
     """
     if not _ONLY_WORDS.fullmatch(between):
         return None
@@ -1167,7 +1168,10 @@ def relation_phrase(between):
         return None
     classes = []
     for w in words:
-        classes.append(_phrase_class(w, classes[-1] if classes else None))
+        cls = _phrase_class(w, classes[-1] if classes else None)
+        if relative and not classes and cls == "word" and w.islower() and w.endswith("s"):
+            cls = "verb"  # "which spans": a relative pronoun is the subject of a verb
+        classes.append(cls)
     first = next((c for c in classes if c != "adverb"), None)
     if first not in ("aux", "verb") or classes[-1] not in ("aux", "verb", "prep"):
         return None
@@ -1184,7 +1188,7 @@ _PREPOSITION_BEFORE = re.compile(
 # What joins a head noun to its prepositional object: "movement of the plates".
 _OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
 # What opens an apposition: "Johannes Gutenberg, a goldsmith from Mainz, developed".
-_APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the)\s")
+_APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the|(?P<relative>who|which))\s")
 # Verbs that link a subject to a noun, which a relation phrase may then hold ("is a city
 # on the island of", "became the first woman to win", "has been in the collection of").
 _LINKING_VERBS = frozenset("is are was were be been being has have had become becomes became remain remains remained".split())
@@ -1205,12 +1209,13 @@ def _subject(group, k, masked, s_start):
 
 
 def _apposition_subject(group, k, masked, s_start):
-    """X in "X, a goldsmith from Mainz, developed ...", where ``group[k]`` ends the apposition
+    """X in "X, a goldsmith from Mainz, developed ..." or "X, who lived in Y, designed ...", where ``group[k]`` ends the apposition
     ("Mainz"); None when no apposition opens after a mention."""
     opening = masked.rfind(",", s_start, group[k].start)
-    if opening < 0 or not _APPOSITION_OPENING.match(masked, opening + 1):
+    match = _APPOSITION_OPENING.match(masked, opening + 1) if opening >= 0 else None
+    if match is None:
         return None
-    inside = _WORDS.findall(masked[opening + 1 : group[k].start])
+    inside = _WORDS.findall(masked[opening + 1 : group[k].start])[1 if match.group("relative") else 0 :]
     if not _ONLY_WORDS.fullmatch(masked, opening + 1, group[k].start) or any(w.lower() in _CLAUSE_WORDS for w in inside):
         return None
     for j in range(k - 1, -1, -1):
@@ -1221,7 +1226,7 @@ def _apposition_subject(group, k, masked, s_start):
     return None
 
 
-def _stated_object(group, i, masked, start):
+def _stated_object(group, i, masked, start, relative=False):
     """``(mention, phrase)``: the furthest mention after ``group[i]`` that a relation phrase
     from ``start`` reaches, through nouns a linking verb takes ("is a city on the island
     of Honshu": Honshu); None if the words up to the next mention form no phrase."""
@@ -1237,7 +1242,7 @@ def _stated_object(group, i, masked, start):
                 break
         if group[j].start < start:
             break
-        phrase = relation_phrase(masked[start : group[j].start])
+        phrase = relation_phrase(masked[start : group[j].start], relative)
         if phrase is not None:
             best = (group[j], phrase)
     return best
@@ -1273,10 +1278,15 @@ def stated_relations(chunk, mentions, context):
         sentence = None
         for i, a in enumerate(group[:-1]):
             start = a.end
-            comma = _COMMA_AFTER.match(masked, start)
-            if comma:
-                start = comma.end()
-            hit = _stated_object(group, i, masked, start)
+            relative = _RELATIVE_OPENING.match(masked, start)
+            comma = None
+            if relative:
+                start = relative.end()  # "X, who founded Y": X is the clause's subject
+            else:
+                comma = _COMMA_AFTER.match(masked, start)
+                if comma:
+                    start = comma.end()
+            hit = _stated_object(group, i, masked, start, bool(relative) and "that" not in relative.group())
             if hit is None:
                 continue
             b, phrase = hit
@@ -1287,19 +1297,72 @@ def stated_relations(chunk, mentions, context):
             if b.type == "concept" and k + 1 < len(group) and group[k + 1].type != "concept" and (
                 not masked[b.end : group[k + 1].start].strip()
             ):
-                b = group[k + 1]  # "the Dutch artist Vincent van Gogh": the name says who
-            subject = (_apposition_subject if comma else _subject)(group, i, masked, s_start)
-            if subject is None or subject.norm == b.norm or frozenset((subject.norm, b.norm)) in joined:
+                k += 1
+                b = group[k]  # "the Dutch artist Vincent van Gogh": the name says who
+            if relative:
+                subject = _subject(group, i, masked, s_start)
+                if subject is not None:
+                    subject = _described(group, subject, masked)  # "X is an engineer who designed"
+            elif comma:
+                subject = _apposition_subject(group, i, masked, s_start)
+                if subject is None and _participle(phrase):
+                    subject = _subject(group, i, masked, s_start)  # "Kyoto University, founded in 1897"
+            else:
+                subject = _subject(group, i, masked, s_start)
+            if subject is None:
                 continue
             if sentence is None:
                 sentence = chunk.text[s_start:s_end]
-            gap = _gap_words(masked[start : b.start])
-            found.append(
-                RelationCandidate(subject, b, "stated", 0.55, 1.0 / (1.0 + 0.1 * gap), sentence, STATED_PREFIX + phrase)
-            )
+            subjects = [subject] if relative or comma else _conjuncts(group, group.index(subject), masked, -1)
+            for obj in _conjuncts(group, k, masked, 1):
+                gap = _gap_words(masked[start : obj.start])
+                for subj in subjects:
+                    if subj.norm == obj.norm or frozenset((subj.norm, obj.norm)) in joined:
+                        continue
+                    found.append(RelationCandidate(
+                        subj, obj, "stated", 0.55, 1.0 / (1.0 + 0.1 * gap), sentence, STATED_PREFIX + phrase
+                    ))
     return found
 
 
 _COMMA_AFTER = re.compile(r"\s*,")
+# A relative pronoun right after a mention opens a clause said of it: "X, which runs on Y",
+# "the engineer who designed Y".
+_RELATIVE_OPENING = re.compile(r"\s*,?\s*(?:who|which|that)\s+")
+# A join between conjuncts; one with "and"/"or" closes a list: "A, B and C".
+_CONJUNCT_JOIN = re.compile(r"\s*(?:,\s*)?(?:(?P<and>and|or)\s+)?(?:(?:the|an?)\s+)?")
 _CLAUSE_END = re.compile(r"[.!?:;]\W*$")
 _POSSESSIVES = frozenset("its his her their our your my".split())
+
+
+def _participle(phrase):
+    """Whether a relation phrase opens with a participle and no auxiliary: "founded in",
+    "proposed by", "used to amplify" (a reduced relative clause, said of the noun before)."""
+    first = phrase.split(None, 1)[0].lower()
+    return first not in _AUXILIARIES and (first in _IRREGULAR_PAST or first.endswith("ed") and _phrase_class(first) == "verb")
+
+
+def _conjuncts(group, k, masked, step):
+    """``group[k]`` and the mentions coordinated with it after it (``step`` 1: "developed A,
+    B and C") or before it (-1: "A and B founded"): joined by commas, "and" or "or" with
+    nothing else between, a list that a comma alone does not end (the last join has the
+    "and" or "or"). A pronoun stands alone."""
+    result = [group[k]]
+    if group[k].features.get("coref"):
+        return result
+    closed = 1
+    j = k + step
+    while 0 <= j < len(group) and not group[j].features.get("coref"):
+        a, b = (group[j - 1], group[j]) if step > 0 else (group[j], group[j + 1])
+        join = _CONJUNCT_JOIN.fullmatch(masked, a.end, b.start)
+        if join is None or a.end == b.start or not masked[a.end : b.start].strip():
+            break
+        result.append(group[j])
+        if join.group("and"):
+            closed = len(result)
+            if step < 0:
+                break  # "A, B and C founded": before the subject, the "and" opens the list
+        j += step
+    if step < 0 and closed == 1:
+        return result[:1]
+    return result[:closed] if step > 0 else result

@@ -812,10 +812,36 @@ def _stated(chunk, mentions, context):
         # nouns a linking verb takes are part of the phrase
         ("Umea is a town on the coast of Sweden.", [("Umea", "stated", "Sweden", 0.55, 0.588)]),
         ("The Harbour Bridge is known for its cables.", [("Harbour Bridge", "stated", "cables", 0.55, 0.714)]),
-        # nothing stated: a denial, a condition, a relative clause, no verb
+        # a relative clause is said of the mention before it; the main clause goes on past it
+        ("Tomas Berg, who lived in Umea, designed the Harbour Bridge.", [
+            ("Tomas Berg", "stated", "Umea", 0.55, 0.833),
+            ("Tomas Berg", "stated", "Harbour Bridge", 0.55, 0.833),
+        ]),
+        ("The Harbour Bridge, which spans the Pite River, opened in 1901.", [
+            ("Harbour Bridge", "stated", "Pite River", 0.55, 0.833),
+            ("Harbour Bridge", "stated", "1901", 0.55, 0.833),
+        ]),
+        # "an engineer who": the one the noun describes
+        ("Ada Lund is an engineer who designed the Harbour Bridge.", [("Ada Lund", "stated", "Harbour Bridge", 0.55, 0.833)]),
+        # coordinated objects and subjects share the relation
+        ("Tomas Berg designed the Harbour Bridge, the Umea Tower and the Pite Mill.", [
+            ("Tomas Berg", "stated", "Harbour Bridge", 0.55, 0.833),
+            ("Tomas Berg", "stated", "Umea Tower", 0.55, 0.667),
+            ("Tomas Berg", "stated", "Pite Mill", 0.55, 0.526),
+        ]),
+        ("Tomas Berg and Ada Lund designed the Harbour Bridge.", [
+            ("Ada Lund", "stated", "Harbour Bridge", 0.55, 0.833),
+            ("Tomas Berg", "stated", "Harbour Bridge", 0.55, 0.833),
+        ]),
+        # a comma alone makes no list: "In Umea," is no subject
+        ("In Umea, Ada Lund designed the Harbour Bridge, the tallest in Sweden.", [
+            ("Ada Lund", "stated", "Harbour Bridge", 0.55, 0.833),
+        ]),
+        # a participle after a comma is said of the noun before it (a reduced relative clause)
+        ("Umea Academy, founded in 1897, is a school.", [("Umea Academy", "stated", "1897", 0.55, 0.833)]),
+        # nothing stated: a denial, a condition, no verb
         ("Tomas Berg never designed the Harbour Bridge.", []),
         ("If Tomas Berg designed the Harbour Bridge, it would stand.", []),
-        ("Tomas Berg, who lived in Umea, designed the Harbour Bridge.", []),
         ("Tomas Berg and the Harbour Bridge.", []),
         ("Tomas Berg designed the Harbour Bridge", []),  # a heading: no clause
         ("| Tomas Berg | designed the Harbour Bridge. |", []),  # a table row
