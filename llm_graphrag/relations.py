@@ -72,6 +72,7 @@ def fact_text(src_name, rel, dst_name, phrase=None):
 
 
 _BE = r"(?:is|are|was|were|be|been|being)"
+_MAKER_NOT = r"(?:in|by|on|at|for|from|with|to|as|into|under|during|after|before|through|over|and|or)\b|,"
 _ADV = r"(?:\w+ly\s+)?"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
@@ -100,6 +101,9 @@ _PATTERNS = [
     # A maker named by a participle with no copula, a year between: "a theory proposed by
     # X", "founded in 1865 by X", "the novel written by X".
     (rf"\b(?:co-)?(?:founded|proposed|invented|designed|composed|painted|directed|published|authored|developed|written|established)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
+    # The active voice, a maker's name before (_MAKERS): "Gutenberg developed a printing press";
+    # a preposition after is a participle's ("developed in Mainz").
+    (rf"\b(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:{_MAKER_NOT}))", "owned_by", 0.7, True),
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
@@ -135,7 +139,7 @@ TRIGGER_LEADS = frozenset(
     depends depend depending relies rely relying requires require needs belongs belong found
     contains contain includes include consists comprises bundles bundle ships integrates
     integrate interoperates owns maintains maintain as originally defined co founded proposed invented designed composed painted
-    directed published authored developed established specified described
+    directed published authored developed established wrote specified described
     documented standardised standardized defines define specifies specify such including like
     causes cause caused leads lead led results result triggers produces produce produced
     generates generate generated creates create created built based headquartered emitted yielded releases release emits emit builds build yields forms
@@ -167,12 +171,42 @@ _TRIGGERS = re.compile(
     + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS))
     + ")"
 )
+_RELATIVE_BEFORE = re.compile(r"\s*,?\s*(?:who|that)\s+(?:\w+ly\s+|also\s+|later\s+)?")
+_ADVERB_BEFORE = re.compile(r"\s+(?:\w+ly\s+|also\s+|later\s+|jointly\s+)?")
+
+
+def _makers(group, t_start, masked, s_start):
+    """Who made what an active verb of making has after it ("Gutenberg developed a press"):
+    the named mentions right before it and those coordinated with them ("A and B founded"),
+    past an apposition ("X, a goldsmith from Mainz, developed") or through a relative
+    pronoun ("an engineer who designed": the one the noun describes); [] when the mention
+    before is no name or is a preposition's object."""
+    k = bisect_right([m.end for m in group], t_start) - 1
+    if k < 0:
+        return []
+    between = masked[group[k].end : t_start]
+    if _ADVERB_BEFORE.fullmatch(between):
+        subject = _subject(group, k, masked, s_start)
+        makers = _left_list(group, subject, masked, s_start) if subject is not None else []
+    elif _RELATIVE_BEFORE.fullmatch(between):
+        subject = _subject(group, k, masked, s_start)
+        makers = [_described(group, subject, masked)] if subject is not None else []
+    elif _APPOSITION_END.match(between):
+        subject = _apposition_subject(group, k, masked, s_start)
+        makers = [subject] if subject is not None else []
+    else:
+        return []
+    return [m for m in makers if m.type in _MAKERS]
+
+
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
 _SUPPORTS = re.compile(r"\bsupport")
+_MADE = re.compile(r"(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:" + _MAKER_NOT + "))")
+_MAKERS = frozenset(("name", "PERSON", "ORG"))
 _CREATED = re.compile(rf"(?:{_BE}\s+{_ADV})?(?:created|built)\b")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
@@ -260,6 +294,17 @@ def pattern_relations(chunk, mentions, context):
                 continue  # "Should your project require X, ...": a condition, no statement
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
                 continue  # "has not been included with": what a sentence denies is no relation
+            if rel == "owned_by" and _MADE.fullmatch(match.group()):
+                makers = _makers(group, t_start, masked, s_start)
+                rights = [r for r in _rights_of(group, t_end, masked, s_end, starts, s_start) if r[0].type not in ("version", "DATE")]
+                if makers and rights:
+                    used.add((t_start, t_end))
+                    for right, right_gap in rights:
+                        for maker in makers:
+                            if maker.norm != right.norm:
+                                proximity = 1.0 / (1.0 + 0.15 * right_gap)
+                                found.append(RelationCandidate(right, maker, rel, weight, proximity, sentence, "patterns"))
+                continue
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
             if left is not None and not _finite(match.group()):
                 if rel == "located_in" and left.type == "concept":
