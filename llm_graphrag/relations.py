@@ -1217,6 +1217,10 @@ def relation_phrase(between, relative=False):
         if relative and not classes and cls == "word" and w.islower() and w.endswith("s"):
             cls = "verb"  # "which spans": a relative pronoun is the subject of a verb
         classes.append(cls)
+    if len(words) > 2 and words[-2].lower() == "to" and classes[-3] == "verb" and classes[-1] == "word" and (
+        words[-1].isalpha() and words[-1].islower() and not words[-1].endswith("s")
+    ):
+        classes[-1] = "verb"  # an infinitive after a verb: "used to amplify", "helped to build"
     first = next((c for c in classes if c != "adverb"), None)
     if first not in ("aux", "verb") or classes[-1] not in ("aux", "verb", "prep"):
         return None

@@ -787,6 +787,7 @@ def test_phrasal_causatives(text, expected):
         (" who built the ", None),
         (" did not invent the ", None),  # a denial states nothing
         (" never designed ", None),
+        (" used to amplify ", "used to amplify"),  # an infinitive after a verb ends a phrase
     ],
 )
 def test_relation_phrase(between, expected):
@@ -839,6 +840,10 @@ def _stated(chunk, mentions, context):
         ]),
         # a participle after a comma is said of the noun before it (a reduced relative clause)
         ("Umea Academy, founded in 1897, is a school.", [("Umea Academy", "stated", "1897", 0.55, 0.833)]),
+        ("The Umea Press was a machine made to print maps.", [
+            ("Umea Press", "stated", "maps", 0.55, 0.625),
+            ("machine", "stated", "maps", 0.55, 0.769),
+        ]),
         # nothing stated: a denial, a condition, no verb
         ("Tomas Berg never repaired the Harbour Bridge.", []),
         ("If Tomas Berg repaired the Harbour Bridge, it would stand.", []),
