@@ -1308,6 +1308,13 @@ def stated_relations(chunk, mentions, context):
     movement of the plates causes"). The phrase is kept in the evidence's extractor
     (``stated: developed``); ``refine.stated_facts`` makes it the relation's fact. No edge
     where a typed pattern already joins the two (``pattern_relations``, which runs first).
+
+    Clause structure as ClausIE and OLLIE read it: a relative clause is said of the mention
+    before "who", "which" or "that" ("X, which runs on Y"; "X is an engineer who designed Y":
+    X; not of a bare kind, "functions that return"), and the main clause goes on past it;
+    a participle after a comma is said of the noun before it ("Kyoto University, founded
+    in 1897"); with a named subject, the relation is shared by coordinated subjects and
+    objects ("A and B founded X", "X developed A, B and C").
     """
     if not getattr(context.settings, "stated", True):
         return []
@@ -1352,6 +1359,8 @@ def stated_relations(chunk, mentions, context):
                 subject = _subject(group, i, masked, s_start)
                 if subject is not None:
                     subject = _described(group, subject, masked)  # "X is an engineer who designed"
+                if subject is not None and subject.type == "concept":
+                    continue  # "functions that return a value": said of a kind, too loose to state
             elif comma:
                 subject = _apposition_subject(group, i, masked, s_start)
                 if subject is None and _participle(phrase):
@@ -1362,8 +1371,12 @@ def stated_relations(chunk, mentions, context):
                 continue
             if sentence is None:
                 sentence = chunk.text[s_start:s_end]
-            subjects = [subject] if relative or comma else _conjuncts(group, group.index(subject), masked, -1)
-            for obj in _conjuncts(group, k, masked, 1):
+            # Lists are shared where a named thing is said of (the docs' lists of code and
+            # kinds, "returns A, B and C", add more noise than facts).
+            listed = subject.type in _LISTING and b.type not in ("version", "DATE")
+            subjects = _conjuncts(group, group.index(subject), masked, -1) if listed and not (relative or comma) else [subject]
+            subjects = [m for m in subjects if m is subject or m.type in _LISTING]
+            for obj in _conjuncts(group, k, masked, 1) if listed else [b]:
                 gap = _gap_words(masked[start : obj.start])
                 for subj in subjects:
                     if subj.norm == obj.norm or frozenset((subj.norm, obj.norm)) in joined:
@@ -1375,6 +1388,7 @@ def stated_relations(chunk, mentions, context):
 
 
 _COMMA_AFTER = re.compile(r"\s*,")
+_LISTING = frozenset(("name", "PERSON", "ORG", "GPE", "PRODUCT", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART"))
 # A relative pronoun right after a mention opens a clause said of it: "X, which runs on Y",
 # "the engineer who designed Y".
 _RELATIVE_OPENING = re.compile(r"\s*,?\s*(?:who|which|that)\s+")
