@@ -1858,7 +1858,15 @@ def _thing_antecedent(match, start, index, analysis, by_sentence, animacy, subje
         if before and _clause_subject(before[0], masked, sentence_start):
             return before[0]
         return previous or (before[0] if before else subject)
+    if before and _OBJECT_AFTER.fullmatch(masked, before[-1].end, start) and match.group().lower() in ("it", "them"):
+        # "Van Gogh painted it": an object pronoun is not the subject of its own verb
+        # (binding theory's principle B); the topic before is.
+        return before[-2] if len(before) > 1 else previous
     return before[-1] if before else previous
+
+
+# Only a verb and its auxiliaries or adverbs between a subject and an object pronoun.
+_OBJECT_AFTER = re.compile(r"\s+(?:(?!(?:and|or|but|that|which|who|when|where|while|if|of|to)\s)[a-z]+\s+){1,3}")
 
 
 def _clause_subject(m, masked, sentence_start):

@@ -72,6 +72,7 @@ def fact_text(src_name, rel, dst_name, phrase=None):
 
 
 _BE = r"(?:is|are|was|were|be|been|being)"
+_MAKER_NOT = r"(?:in|by|on|at|for|from|with|to|as|into|under|during|after|before|through|over|and|or)\b|,"
 _ADV = r"(?:\w+ly\s+)?"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
@@ -100,6 +101,9 @@ _PATTERNS = [
     # A maker named by a participle with no copula, a year between: "a theory proposed by
     # X", "founded in 1865 by X", "the novel written by X".
     (rf"\b(?:co-)?(?:founded|proposed|invented|designed|composed|painted|directed|published|authored|developed|written|established)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
+    # The active voice, a maker's name before (_MAKERS): "Gutenberg developed a printing press";
+    # a preposition after is a participle's ("developed in Mainz").
+    (rf"\b(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:{_MAKER_NOT}))", "owned_by", 0.7, True),
     (rf"\b(?:{_BE}\s+{_ADV})?(?:as\s+)?(?:originally\s+)?(?:defined|specified|described|documented|standardi[sz]ed)\s+(?:in|by)\b", "defines", 0.8, True),
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
@@ -135,7 +139,7 @@ TRIGGER_LEADS = frozenset(
     depends depend depending relies rely relying requires require needs belongs belong found
     contains contain includes include consists comprises bundles bundle ships integrates
     integrate interoperates owns maintains maintain as originally defined co founded proposed invented designed composed painted
-    directed published authored developed established specified described
+    directed published authored developed established wrote specified described
     documented standardised standardized defines define specifies specify such including like
     causes cause caused leads lead led results result triggers produces produce produced
     generates generate generated creates create created built based headquartered emitted yielded releases release emits emit builds build yields forms
@@ -167,12 +171,42 @@ _TRIGGERS = re.compile(
     + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS))
     + ")"
 )
+_RELATIVE_BEFORE = re.compile(r"\s*,?\s*(?:who|that)\s+(?:\w+ly\s+|also\s+|later\s+)?")
+_ADVERB_BEFORE = re.compile(r"\s+(?:\w+ly\s+|also\s+|later\s+|jointly\s+)?")
+
+
+def _makers(group, t_start, masked, s_start):
+    """Who made what an active verb of making has after it ("Gutenberg developed a press"):
+    the named mentions right before it and those coordinated with them ("A and B founded"),
+    past an apposition ("X, a goldsmith from Mainz, developed") or through a relative
+    pronoun ("an engineer who designed": the one the noun describes); [] when the mention
+    before is no name or is a preposition's object."""
+    k = bisect_right([m.end for m in group], t_start) - 1
+    if k < 0:
+        return []
+    between = masked[group[k].end : t_start]
+    if _ADVERB_BEFORE.fullmatch(between):
+        subject = _subject(group, k, masked, s_start)
+        makers = _left_list(group, subject, masked, s_start) if subject is not None else []
+    elif _RELATIVE_BEFORE.fullmatch(between):
+        subject = _subject(group, k, masked, s_start)
+        makers = [_described(group, subject, masked)] if subject is not None else []
+    elif _APPOSITION_END.match(between):
+        subject = _apposition_subject(group, k, masked, s_start)
+        makers = [subject] if subject is not None else []
+    else:
+        return []
+    return [m for m in makers if m.type in _MAKERS]
+
+
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
 _SUPPORTS = re.compile(r"\bsupport")
+_MADE = re.compile(r"(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:" + _MAKER_NOT + "))")
+_MAKERS = frozenset(("name", "PERSON", "ORG"))
 _CREATED = re.compile(rf"(?:{_BE}\s+{_ADV})?(?:created|built)\b")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
@@ -260,6 +294,17 @@ def pattern_relations(chunk, mentions, context):
                 continue  # "Should your project require X, ...": a condition, no statement
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
                 continue  # "has not been included with": what a sentence denies is no relation
+            if rel == "owned_by" and _MADE.fullmatch(match.group()):
+                makers = _makers(group, t_start, masked, s_start)
+                rights = [r for r in _rights_of(group, t_end, masked, s_end, starts, s_start) if r[0].type not in ("version", "DATE")]
+                if makers and rights:
+                    used.add((t_start, t_end))
+                    for right, right_gap in rights:
+                        for maker in makers:
+                            if maker.norm != right.norm:
+                                proximity = 1.0 / (1.0 + 0.15 * right_gap)
+                                found.append(RelationCandidate(right, maker, rel, weight, proximity, sentence, "patterns"))
+                continue
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
             if left is not None and not _finite(match.group()):
                 if rel == "located_in" and left.type == "concept":
@@ -1146,7 +1191,7 @@ def _modifier(word):
     )
 
 
-def relation_phrase(between):
+def relation_phrase(between, relative=False):
     """The relation phrase the words ``between`` two mentions form, or None.
 
     ReVerb's syntactic constraint (Fader et al. 2011), read with the word classes this
@@ -1154,7 +1199,8 @@ def relation_phrase(between):
     words and ending in a preposition or a verb ("developed", "was born in", "is known
     for", "helped bring about"). The object's determiners and modifiers are left out ("a
     Polish-born"); a clause break (punctuation, a conjunction, a relative pronoun) or a
-    negation means no phrase.
+    negation means no phrase. ``relative``: the words follow "who" or "which", whose
+    clause opens with its verb ("which spans").
     """
     if not _ONLY_WORDS.fullmatch(between):
         return None
@@ -1167,7 +1213,14 @@ def relation_phrase(between):
         return None
     classes = []
     for w in words:
-        classes.append(_phrase_class(w, classes[-1] if classes else None))
+        cls = _phrase_class(w, classes[-1] if classes else None)
+        if relative and not classes and cls == "word" and w.islower() and w.endswith("s"):
+            cls = "verb"  # "which spans": a relative pronoun is the subject of a verb
+        classes.append(cls)
+    if len(words) > 2 and words[-2].lower() == "to" and classes[-3] == "verb" and classes[-1] == "word" and (
+        words[-1].isalpha() and words[-1].islower() and not words[-1].endswith("s")
+    ):
+        classes[-1] = "verb"  # an infinitive after a verb: "used to amplify", "helped to build"
     first = next((c for c in classes if c != "adverb"), None)
     if first not in ("aux", "verb") or classes[-1] not in ("aux", "verb", "prep"):
         return None
@@ -1184,7 +1237,7 @@ _PREPOSITION_BEFORE = re.compile(
 # What joins a head noun to its prepositional object: "movement of the plates".
 _OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
 # What opens an apposition: "Johannes Gutenberg, a goldsmith from Mainz, developed".
-_APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the)\s")
+_APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the|(?P<relative>who|which))\s")
 # Verbs that link a subject to a noun, which a relation phrase may then hold ("is a city
 # on the island of", "became the first woman to win", "has been in the collection of").
 _LINKING_VERBS = frozenset("is are was were be been being has have had become becomes became remain remains remained".split())
@@ -1205,12 +1258,13 @@ def _subject(group, k, masked, s_start):
 
 
 def _apposition_subject(group, k, masked, s_start):
-    """X in "X, a goldsmith from Mainz, developed ...", where ``group[k]`` ends the apposition
+    """X in "X, a goldsmith from Mainz, developed ..." or "X, who lived in Y, designed ...", where ``group[k]`` ends the apposition
     ("Mainz"); None when no apposition opens after a mention."""
     opening = masked.rfind(",", s_start, group[k].start)
-    if opening < 0 or not _APPOSITION_OPENING.match(masked, opening + 1):
+    match = _APPOSITION_OPENING.match(masked, opening + 1) if opening >= 0 else None
+    if match is None:
         return None
-    inside = _WORDS.findall(masked[opening + 1 : group[k].start])
+    inside = _WORDS.findall(masked[opening + 1 : group[k].start])[1 if match.group("relative") else 0 :]
     if not _ONLY_WORDS.fullmatch(masked, opening + 1, group[k].start) or any(w.lower() in _CLAUSE_WORDS for w in inside):
         return None
     for j in range(k - 1, -1, -1):
@@ -1221,7 +1275,7 @@ def _apposition_subject(group, k, masked, s_start):
     return None
 
 
-def _stated_object(group, i, masked, start):
+def _stated_object(group, i, masked, start, relative=False):
     """``(mention, phrase)``: the furthest mention after ``group[i]`` that a relation phrase
     from ``start`` reaches, through nouns a linking verb takes ("is a city on the island
     of Honshu": Honshu); None if the words up to the next mention form no phrase."""
@@ -1237,7 +1291,7 @@ def _stated_object(group, i, masked, start):
                 break
         if group[j].start < start:
             break
-        phrase = relation_phrase(masked[start : group[j].start])
+        phrase = relation_phrase(masked[start : group[j].start], relative)
         if phrase is not None:
             best = (group[j], phrase)
     return best
@@ -1254,6 +1308,13 @@ def stated_relations(chunk, mentions, context):
     movement of the plates causes"). The phrase is kept in the evidence's extractor
     (``stated: developed``); ``refine.stated_facts`` makes it the relation's fact. No edge
     where a typed pattern already joins the two (``pattern_relations``, which runs first).
+
+    Clause structure as ClausIE and OLLIE read it: a relative clause is said of the mention
+    before "who", "which" or "that" ("X, which runs on Y"; "X is an engineer who designed Y":
+    X; not of a bare kind, "functions that return"), and the main clause goes on past it;
+    a participle after a comma is said of the noun before it ("Kyoto University, founded
+    in 1897"); with a named subject, the relation is shared by coordinated subjects and
+    objects ("A and B founded X", "X developed A, B and C").
     """
     if not getattr(context.settings, "stated", True):
         return []
@@ -1273,10 +1334,15 @@ def stated_relations(chunk, mentions, context):
         sentence = None
         for i, a in enumerate(group[:-1]):
             start = a.end
-            comma = _COMMA_AFTER.match(masked, start)
-            if comma:
-                start = comma.end()
-            hit = _stated_object(group, i, masked, start)
+            relative = _RELATIVE_OPENING.match(masked, start)
+            comma = None
+            if relative:
+                start = relative.end()  # "X, who founded Y": X is the clause's subject
+            else:
+                comma = _COMMA_AFTER.match(masked, start)
+                if comma:
+                    start = comma.end()
+            hit = _stated_object(group, i, masked, start, bool(relative) and "that" not in relative.group())
             if hit is None:
                 continue
             b, phrase = hit
@@ -1287,19 +1353,79 @@ def stated_relations(chunk, mentions, context):
             if b.type == "concept" and k + 1 < len(group) and group[k + 1].type != "concept" and (
                 not masked[b.end : group[k + 1].start].strip()
             ):
-                b = group[k + 1]  # "the Dutch artist Vincent van Gogh": the name says who
-            subject = (_apposition_subject if comma else _subject)(group, i, masked, s_start)
-            if subject is None or subject.norm == b.norm or frozenset((subject.norm, b.norm)) in joined:
+                k += 1
+                b = group[k]  # "the Dutch artist Vincent van Gogh": the name says who
+            if relative:
+                subject = _subject(group, i, masked, s_start)
+                if subject is not None:
+                    subject = _described(group, subject, masked)  # "X is an engineer who designed"
+                if subject is not None and subject.type == "concept":
+                    continue  # "functions that return a value": said of a kind, too loose to state
+            elif comma:
+                subject = _apposition_subject(group, i, masked, s_start)
+                if subject is None and _participle(phrase):
+                    subject = _subject(group, i, masked, s_start)  # "Kyoto University, founded in 1897"
+            else:
+                subject = _subject(group, i, masked, s_start)
+            if subject is None:
                 continue
             if sentence is None:
                 sentence = chunk.text[s_start:s_end]
-            gap = _gap_words(masked[start : b.start])
-            found.append(
-                RelationCandidate(subject, b, "stated", 0.55, 1.0 / (1.0 + 0.1 * gap), sentence, STATED_PREFIX + phrase)
-            )
+            # Lists are shared where a named thing is said of (the docs' lists of code and
+            # kinds, "returns A, B and C", add more noise than facts).
+            listed = subject.type in _LISTING and b.type not in ("version", "DATE")
+            subjects = _conjuncts(group, group.index(subject), masked, -1) if listed and not (relative or comma) else [subject]
+            subjects = [m for m in subjects if m is subject or m.type in _LISTING]
+            for obj in _conjuncts(group, k, masked, 1) if listed else [b]:
+                gap = _gap_words(masked[start : obj.start])
+                for subj in subjects:
+                    if subj.norm == obj.norm or frozenset((subj.norm, obj.norm)) in joined:
+                        continue
+                    found.append(RelationCandidate(
+                        subj, obj, "stated", 0.55, 1.0 / (1.0 + 0.1 * gap), sentence, STATED_PREFIX + phrase
+                    ))
     return found
 
 
 _COMMA_AFTER = re.compile(r"\s*,")
+_LISTING = frozenset(("name", "PERSON", "ORG", "GPE", "PRODUCT", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART"))
+# A relative pronoun right after a mention opens a clause said of it: "X, which runs on Y",
+# "the engineer who designed Y".
+_RELATIVE_OPENING = re.compile(r"\s*,?\s*(?:who|which|that)\s+")
+# A join between conjuncts; one with "and"/"or" closes a list: "A, B and C".
+_CONJUNCT_JOIN = re.compile(r"\s*(?:,\s*)?(?:(?P<and>and|or)\s+)?(?:(?:the|an?)\s+)?")
 _CLAUSE_END = re.compile(r"[.!?:;]\W*$")
 _POSSESSIVES = frozenset("its his her their our your my".split())
+
+
+def _participle(phrase):
+    """Whether a relation phrase opens with a participle and no auxiliary: "founded in",
+    "proposed by", "used to amplify" (a reduced relative clause, said of the noun before)."""
+    first = phrase.split(None, 1)[0].lower()
+    return first not in _AUXILIARIES and (first in _IRREGULAR_PAST or first.endswith("ed") and _phrase_class(first) == "verb")
+
+
+def _conjuncts(group, k, masked, step):
+    """``group[k]`` and the mentions coordinated with it after it (``step`` 1: "developed A,
+    B and C") or before it (-1: "A and B founded"): joined by commas, "and" or "or" with
+    nothing else between, a list that a comma alone does not end (the last join has the
+    "and" or "or"). A pronoun stands alone."""
+    result = [group[k]]
+    if group[k].features.get("coref"):
+        return result
+    closed = 1
+    j = k + step
+    while 0 <= j < len(group) and not group[j].features.get("coref"):
+        a, b = (group[j - 1], group[j]) if step > 0 else (group[j], group[j + 1])
+        join = _CONJUNCT_JOIN.fullmatch(masked, a.end, b.start)
+        if join is None or a.end == b.start or not masked[a.end : b.start].strip():
+            break
+        result.append(group[j])
+        if join.group("and"):
+            closed = len(result)
+            if step < 0:
+                break  # "A, B and C founded": before the subject, the "and" opens the list
+        j += step
+    if step < 0 and closed == 1:
+        return result[:1]
+    return result[:closed] if step > 0 else result

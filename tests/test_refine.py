@@ -223,9 +223,9 @@ def test_description_is_the_best_candidate_whatever_the_order(tmp_path):
 
 
 STATED = [
-    "Tomas Berg designed the Harbour Bridge.",
-    "Tomas Berg painted the Harbour Bridge.",
-    "Tomas Berg painted the Harbour Bridge in the spring.",
+    "Tomas Berg repaired the Harbour Bridge.",
+    "Tomas Berg photographed the Harbour Bridge.",
+    "Tomas Berg photographed the Harbour Bridge in the spring.",
     "The harbour and the town at night.",
 ]
 
@@ -250,10 +250,10 @@ def test_a_fact_stated_once_is_a_stated_edge_with_its_phrase(tmp_path):
             "join entities d on d.id = r.dst_id where r.rel = 'stated'"
         ).fetchall()
     assert rows["forward"] == [
-        ("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "painted"}', "Tomas Berg painted Harbour Bridge", 3)
+        ("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "photographed"}', "Tomas Berg photographed Harbour Bridge", 3)
     ]
     assert rows["reversed"] == rows["forward"]
-    once = [("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "designed"}', "Tomas Berg designed Harbour Bridge", 1)]
+    once = [("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "repaired"}', "Tomas Berg repaired Harbour Bridge", 1)]
     assert rows["once"] == once
     assert rows["no cooccurrence"] == once
     assert rows["off"] == []
