@@ -423,16 +423,19 @@ def test_extract_and_link_writes_the_graph(tmp_path):
         ("Basin", "uses", "riffle", "Basin uses riffle", 1),
         ("Heron service", "depends_on", "tidepool", "Heron service depends on tidepool", 1),
     ]
-    assert db.execute("select relation_id, chunk_id, doc_id, sentence, extractor from relation_evidence where relation_id = 3").fetchall() == [
-        (3, 1, 1, "It uses `riffle` to read `tidepool`.", "patterns"),
-    ]
+    # (Ids aside: co-occurrence pairs in one sentence were held when written, never relations.)
+    assert db.execute(
+        "select e.chunk_id, e.doc_id, e.sentence, e.extractor from relation_evidence e "
+        "join relations r on r.id = e.relation_id where r.rel = 'uses'"
+    ).fetchall() == [(1, 1, "It uses `riffle` to read `tidepool`.", "patterns")]
     # The pronoun is a mention of the entity it stands for.
     assert db.execute("select entity_id, surface, type, span_start, span_end, link_score, features from mentions where surface = 'It'").fetchall() == [
         (1, "It", "name", 40, 42, 0.8, '{"antecedent": "Basin", "coref": true}'),
     ]
     # Entities are embedded; facts of typed relations too (co-occurrence ones are not).
     assert [r[0] for r in db.execute("select entity_id from entity_vec order by 1")] == [1, 2, 4, 5, 6, 7]
-    assert [r[0] for r in db.execute("select relation_id from fact_vec order by 1")] == [1, 3, 6]
+    assert db.execute("select count(*) from fact_vec").fetchone() == (3,)
+    assert db.execute("select count(*) from fact_vec where relation_id not in (select id from relations)").fetchone() == (0,)
     assert db.execute("select * from gazetteer order by norm").fetchall() == [
         ("basin", "basin", "term", 1),
         ("heron", "heron", "term", 1),
