@@ -336,10 +336,12 @@ DEFERRED_TRIGGERS = {
 
 # Indexes a bulk run of documents never extracted drops while it writes them (``_run``),
 # and creates again before it refines: nothing it does meanwhile looks rows up by them
-# (mentions by entity, and relations by pair, keep theirs).
+# (mentions by entity, and relations and held evidence by pair, keep theirs). Weak
+# co-occurrence evidence is held as it is written (``_too_weak``): most of held_evidence.
 DEFERRED_INDEXES = (
     "idx_mentions_doc", "idx_mentions_chunk", "idx_relation_evidence_chunk", "idx_relation_evidence_doc",
     "idx_relations_chunk", "idx_rel_src_rel", "idx_rel_dst_rel",
+    "idx_held_evidence_dst", "idx_held_evidence_chunk", "idx_held_evidence_doc",
 )
 
 
