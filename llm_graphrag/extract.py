@@ -336,10 +336,12 @@ DEFERRED_TRIGGERS = {
 
 # Indexes a bulk run of documents never extracted drops while it writes them (``_run``),
 # and creates again before it refines: nothing it does meanwhile looks rows up by them
-# (mentions by entity, and relations by pair, keep theirs).
+# (mentions by entity, and relations and held evidence by pair, keep theirs). Weak
+# co-occurrence evidence is held as it is written (``_too_weak``): most of held_evidence.
 DEFERRED_INDEXES = (
     "idx_mentions_doc", "idx_mentions_chunk", "idx_relation_evidence_chunk", "idx_relation_evidence_doc",
     "idx_relations_chunk", "idx_rel_src_rel", "idx_rel_dst_rel",
+    "idx_held_evidence_dst", "idx_held_evidence_chunk", "idx_held_evidence_doc",
 )
 
 
@@ -427,7 +429,7 @@ def _extract(
     linker.own_elsewhere = functools.partial(_own_mentions, db, json.dumps([p[0] for p in pending if p[4]]))
     mention_extractors = plugins.get_mention_extractors()
     relation_extractors = plugins.get_relation_extractors()
-    known = _KnownRelations(db)
+    known = _KnownRelations(db, hold_weak=getattr(settings, "cooccurrence", "significant") == "significant")
     with parallel.SideProcess(side, _start_embedder, (embedder,)) as embed:
         batch = _Batch()
         chunks_of = {}  # doc id -> its chunks, kept here while a worker extracts them
@@ -657,13 +659,14 @@ class _Batch:
 
 
 def _flush(db, batch, linker, embedder, known):
-    """Write the batch's documents in one transaction; returns the relation ids touched.
+    """Write the batch's documents in one transaction; returns the keys of the pairs
+    touched (relations, and co-occurrence evidence held at once, see ``_too_weak``).
 
     A batch that deletes nothing (no document in it was extracted before) is written with
     foreign-key enforcement off, and its parents are checked once before it commits:
     checking every row's cost a twentieth of this process's work.
     """
-    relation_ids = []
+    relation_ids, touched = [], set()
     if batch.documents:
         inserts_only = not any(prepared.extracted_before for prepared in batch.documents)
         first_new_relation = known.next_id
@@ -672,13 +675,15 @@ def _flush(db, batch, linker, embedder, known):
                 # Counted here only while the trigger is out: another run may have put it back.
                 counting = not has_trigger(db, EVIDENCE_TRIGGER)
                 for prepared in batch.documents:
-                    relation_ids.extend(_write(db, prepared, embedder.encode, known, counting))
+                    written, keys = _write(db, prepared, embedder.encode, known, counting)
+                    relation_ids.extend(written)
+                    touched.update(keys)
                 if inserts_only:
                     _check_parents(db, batch, [r for r in relation_ids if r < first_new_relation])
         for prepared in batch.documents:
             for entity in prepared.changed:
                 entity.new = entity.changed = entity.reembed = False
-    return relation_ids
+    return touched
 
 
 def _check_parents(db, batch, older_relations):
@@ -1215,7 +1220,8 @@ def _now():
 
 
 def _write(db, prepared, encode, known, counting=False):
-    """Store one prepared document: call inside a transaction. Returns its relation ids.
+    """Store one prepared document: call inside a transaction. Returns its relation ids,
+    and the keys of every pair it gave evidence for (relations and held pairs).
 
     ``encode(texts)`` embeds the facts of relations that lost all their evidence in this
     very transaction (the document was extracted before), which preparing could not know.
@@ -1227,6 +1233,7 @@ def _write(db, prepared, encode, known, counting=False):
     p = prepared
     extracted, relations = p.extracted, p.relations
     doc_id, keys = extracted.doc_id, sorted(relations)
+    touched = keys  # every pair given evidence, made a relation or held (``_too_weak``)
     conn = db.conn
     old_relations = []
     if p.extracted_before:
@@ -1290,6 +1297,30 @@ def _write(db, prepared, encode, known, counting=False):
         "evidence_count = evidence_count + ? where id = ?",
         [(weights[key], relations[key]["confidence"], evidence[key], existing[key][0]) for key in keys if key in existing],
     )
+    # Evidence refinement held back from a relation judged too weak (refine.py) rejoins it,
+    # unless the two together are still too few sentences for one (``_too_weak``): then
+    # the new evidence is held too, as the refinement would hold the relation made of it.
+    held = _held_rows(conn, [key for key in keys if key not in existing and key[2] in HELD_RELATIONS])
+    held_by_key = {}
+    for row in held:
+        held_by_key.setdefault(row[1], []).append(row)
+    weak = [
+        key for key in keys
+        if key not in existing and known.hold_weak and _too_weak(key, relations[key], held_by_key.get(key, ()))
+    ]
+    if weak:
+        conn.executemany(
+            "insert into held_evidence (src_id, dst_id, rel, chunk_id, doc_id, sentence, confidence, extractor) "
+            "values (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (*key, chunk_id, doc_id, sentence, confidence, extractor)
+                for key in weak
+                for (chunk_id, sentence), (confidence, extractor) in sorted(relations[key]["evidence"].items())
+            ],
+        )
+        weak_keys = set(weak)
+        keys = [key for key in keys if key not in weak_keys]
+        held = [row for row in held if row[1] not in weak_keys]
     fresh = {key: known.add(key) for key in keys if key not in existing}
     conn.executemany(
         "insert into relations (id, src_id, dst_id, rel, weight, confidence, fact, chunk_id, evidence_count) "
@@ -1301,8 +1332,6 @@ def _write(db, prepared, encode, known, counting=False):
         ],
     )
     existing.update((key, (relation_id, 0)) for key, relation_id in fresh.items())
-    # Evidence refinement held back from a relation judged too weak (refine.py) rejoins it.
-    held = _held_rows(conn, [key for key in fresh if key[2] in HELD_RELATIONS])
     if held:
         conn.executemany("delete from held_evidence where rowid = ?", [(row[0],) for row in held])
         if counting:
@@ -1336,7 +1365,18 @@ def _write(db, prepared, encode, known, counting=False):
     kept = set(relation_ids)
     _recompute(conn, [r for r in old_relations if r not in kept])
     conn.execute("update docs set extracted_hash = ? where id = ?", [p.content_hash, doc_id])
-    return relation_ids
+    return relation_ids, touched
+
+
+def _too_weak(key, entry, held):
+    """Whether a new co-occurrence pair, with the evidence ``held`` for it, is in fewer
+    sentences than ``refine.score_cooccurrence`` keeps a relation of: one made of it would
+    be held by this run's refinement (every pair a document writes is in its scope), so its
+    evidence is held at once, not made a relation to be held. A later document's evidence
+    for the pair finds it there, as it finds what refinement held."""
+    from .refine import COOCCURRENCE_MIN_SENTENCES
+
+    return key[2] in HELD_RELATIONS and len(entry["evidence"]) + len(held) < COOCCURRENCE_MIN_SENTENCES
 
 
 class _KnownRelations:
@@ -1347,7 +1387,9 @@ class _KnownRelations:
     evidence until it ends: only a document's earlier extraction is ever taken back.
     """
 
-    def __init__(self, db):
+    def __init__(self, db, hold_weak=False):
+        # Co-occurrence pairs too weak for a relation go to held_evidence when written (``_too_weak``).
+        self.hold_weak = hold_weak
         self.older = db.execute("select coalesce(max(id), 0) from relations").fetchone()[0]
         self.next_id = self.older + 1
         self.ids = {}  # (src_id, dst_id, rel) -> id, of the relations this run wrote

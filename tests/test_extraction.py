@@ -423,16 +423,19 @@ def test_extract_and_link_writes_the_graph(tmp_path):
         ("Basin", "uses", "riffle", "Basin uses riffle", 1),
         ("Heron service", "depends_on", "tidepool", "Heron service depends on tidepool", 1),
     ]
-    assert db.execute("select relation_id, chunk_id, doc_id, sentence, extractor from relation_evidence where relation_id = 3").fetchall() == [
-        (3, 1, 1, "It uses `riffle` to read `tidepool`.", "patterns"),
-    ]
+    # (Ids aside: co-occurrence pairs in one sentence were held when written, never relations.)
+    assert db.execute(
+        "select e.chunk_id, e.doc_id, e.sentence, e.extractor from relation_evidence e "
+        "join relations r on r.id = e.relation_id where r.rel = 'uses'"
+    ).fetchall() == [(1, 1, "It uses `riffle` to read `tidepool`.", "patterns")]
     # The pronoun is a mention of the entity it stands for.
     assert db.execute("select entity_id, surface, type, span_start, span_end, link_score, features from mentions where surface = 'It'").fetchall() == [
         (1, "It", "name", 40, 42, 0.8, '{"antecedent": "Basin", "coref": true}'),
     ]
     # Entities are embedded; facts of typed relations too (co-occurrence ones are not).
     assert [r[0] for r in db.execute("select entity_id from entity_vec order by 1")] == [1, 2, 4, 5, 6, 7]
-    assert [r[0] for r in db.execute("select relation_id from fact_vec order by 1")] == [1, 3, 6]
+    assert db.execute("select count(*) from fact_vec").fetchone() == (3,)
+    assert db.execute("select count(*) from fact_vec where relation_id not in (select id from relations)").fetchone() == (0,)
     assert db.execute("select * from gazetteer order by norm").fetchall() == [
         ("basin", "basin", "term", 1),
         ("heron", "heron", "term", 1),
@@ -1320,3 +1323,50 @@ def test_a_plural_before_a_comma_stays_a_noun():
     # Without the comma, the plural before a name is the verb: "the release bundles Tcl".
     found = names(mentions_of("The harbour release bundles Tidekit.", extractors=(extraction.concept_mentions,)))
     assert ("harbour release", "concept") in found and not any("bundles" in n for n, _ in found)
+
+
+PAIRS = [
+    ("Basin", "# Basin\n\nBasin reads `tidepool` with `riffle`. Basin alerts `heron` on call."),
+    ("Heron", "# Heron\n\nThe `heron` pager wakes `riffle` owners. Basin pages `heron` at night."),
+    ("Kelp", "# Kelp\n\n`kelp` stores `tidepool` rows. `kelp` and `riffle` share a cache."),
+]
+
+
+def _related_inserts(db):
+    """Log the ids of the ``related_to`` relations inserted from now on."""
+    db.conn.execute("create table related_log (id integer)")
+    db.conn.execute(
+        "create trigger related_logged after insert on relations when new.rel = 'related_to' "
+        "begin insert into related_log values (new.id); end"
+    )
+
+
+def _held(db):
+    return sorted(db.execute(
+        "select s.norm, d.norm, h.rel, h.doc_id, h.sentence, h.confidence, h.extractor from held_evidence h "
+        "join entities s on s.id = h.src_id join entities d on d.id = h.dst_id"
+    ).fetchall())
+
+
+def test_weak_cooccurrence_is_held_when_written_with_the_graph_unchanged(tmp_path, monkeypatch):
+    """A co-occurrence pair in fewer sentences than refinement keeps a relation of goes to
+    held_evidence as it is written (``extract._too_weak``), not made a relation that
+    refinement then holds: the graph is the same as making it a relation first, ids aside."""
+    from llm_graphrag import extract
+    from test_watch import snapshot
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    held_at_once = _db_with(tmp_path / "a", PAIRS)
+    _related_inserts(held_at_once)
+    extract_and_link(held_at_once, workers=0)
+    monkeypatch.setattr(extract, "_too_weak", lambda *args: False)
+    made_first = _db_with(tmp_path / "b", PAIRS)
+    _related_inserts(made_first)
+    extract_and_link(made_first, workers=0)
+    held = _held(held_at_once)
+    assert held and held == _held(made_first)
+    assert snapshot(held_at_once) == snapshot(made_first)
+    # Only pairs with two sentences between the documents were made relations.
+    logged = lambda db: db.execute("select count(*) from related_log").fetchone()[0]  # noqa: E731
+    assert logged(held_at_once) < logged(made_first)
