@@ -12,25 +12,7 @@ from llm_graphrag.retrieval import RetrievalOptions
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
 
 import compare_modes  # noqa: E402
-
-TINY = {
-    "corpus": [
-        "Damming a river can cause a lake to form.",
-        "Other lakes formed throughout the region caused by stream blockages.",
-        "Earthquakes cause the ground to shake.",
-        "Many buildings in the city were damaged in the earthquake.",
-        "Plants use sunlight to make food by photosynthesis.",
-        "Leaves are the main sites of photosynthesis.",
-        "Copper is a good conductor of electricity.",
-        "Electric wires are often made of copper.",
-    ],
-    "queries": [
-        {"question": "What can damming a river cause?", "gold": [0, 1]},
-        {"question": "How do earthquakes damage buildings?", "gold": [2, 3]},
-        {"question": "Where does photosynthesis happen in plants?", "gold": [4, 5]},
-        {"question": "What are electric wires made of?", "gold": [7]},
-    ],
-}
+from test_evaluate import TINY  # noqa: E402  (the same four questions run_eval's tests ask)
 
 
 @pytest.fixture(scope="module")
