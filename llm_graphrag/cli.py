@@ -783,6 +783,12 @@ def settings(key, value, database):
         raise click.ClickException(f"{key}: the value must be JSON, e.g. {SETTINGS[key]}")
     if key in ("extract", "retrieval") and not isinstance(parsed, dict):
         raise click.ClickException(f"{key} must be a JSON object: {SETTINGS[key]}")
+    if key == "extract":
+        from .extraction import ExtractionSettings
+
+        problem = ExtractionSettings.problem(parsed)
+        if problem:
+            raise click.ClickException(f"extract: {problem}; nothing was changed")
     if key == "retrieval_log" and not (parsed is None or isinstance(parsed, str)):
         raise click.ClickException("retrieval_log must be a path string or null")
     if key == "redact":

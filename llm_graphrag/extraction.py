@@ -745,6 +745,31 @@ class ExtractionSettings:
     embed_related_facts: bool = False
     max_mentions_per_chunk: int = 400
 
+    CHOICES = {"ner": ("auto", "off"), "cooccurrence": ("significant", "all", "off")}
+
+    @classmethod
+    def problem(cls, values):
+        """What is wrong with ``values`` for the ``extract`` setting, or None: each known
+        option must have its default's type (``llm_model`` a string or null) and ``ner`` and
+        ``cooccurrence`` one of their ``CHOICES`` (``ner`` also ``spacy:<model>``)."""
+        for name, value in values.items():
+            field = cls.__dataclass_fields__.get(name)
+            if field is None:
+                continue
+            default = field.default
+            if name in cls.CHOICES:
+                if not (value in cls.CHOICES[name] or name == "ner" and isinstance(value, str) and value.startswith("spacy")):
+                    return f"{name} must be one of {', '.join(cls.CHOICES[name])}, not {value!r}"
+            elif default is None:
+                if value is not None and not isinstance(value, str):
+                    return f"{name} must be a string or null, not {value!r}"
+            elif isinstance(default, bool):
+                if not isinstance(value, bool):
+                    return f"{name} must be true or false, not {value!r}"
+            elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, type(default) if isinstance(default, int) else (int, float))):
+                return f"{name} must be {'a whole number' if isinstance(default, int) else 'a number'}, not {value!r}"
+        return None
+
     @classmethod
     def from_dict(cls, values):
         """From the ``extract`` setting; seed 004's ``gazetteer: {mine_topk, min_freq}`` too."""

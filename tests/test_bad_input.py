@@ -167,6 +167,29 @@ def test_limits_are_settings_with_clear_errors(tmp_path):
         assert result.output == f"Error: {message}\n"
 
 
+def test_extract_settings_of_the_wrong_kind_are_refused_and_change_nothing(tmp_path):
+    runner = CliRunner()
+    database = str(tmp_path / "g.db")
+    open_database(database).close()
+    good = '{"stated": false, "cooccurrence": "all", "link_threshold": 0.8, "llm_model": null}'
+    result = runner.invoke(graphrag, ["settings", "extract", good, "-d", database])
+    assert result.exit_code == 0, result.output
+    for bad, message in [
+        ('{"stated": "no"}', "stated must be true or false, not 'no'"),
+        ('{"cooccurrence": "sometimes"}', "cooccurrence must be one of significant, all, off, not 'sometimes'"),
+        ('{"ner": "maybe"}', "ner must be one of auto, off, not 'maybe'"),
+        ('{"link_threshold": "high"}', "link_threshold must be a number, not 'high'"),
+        ('{"gazetteer_topk": 1.5}', "gazetteer_topk must be a whole number, not 1.5"),
+        ('{"cooccurrence_window": true}', "cooccurrence_window must be a whole number, not True"),
+        ('{"llm_model": 3}', "llm_model must be a string or null, not 3"),
+    ]:
+        result = runner.invoke(graphrag, ["settings", "extract", bad, "-d", database])
+        assert result.exit_code == 1
+        assert result.output == f"Error: extract: {message}; nothing was changed\n"
+    result = runner.invoke(graphrag, ["settings", "extract", "-d", database])
+    assert json.loads(result.output) == json.loads(good)
+
+
 def test_limits_from_the_yaml_configuration(tmp_path):
     from llm_graphrag.config import apply_to_database, load_config
     from llm_graphrag.schema import get_setting
