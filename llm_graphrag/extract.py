@@ -35,7 +35,14 @@ from .extraction import (
     subject_mention,
 )
 from .linking import GENERIC_TYPES, Linker, entity_text, type_order
-from .refine import RELEASED_SETTING, generic_norms, no_longer_generic, refine_graph, take_deferred
+from .refine import (
+    COOCCURRENCE_MIN_SENTENCES,
+    RELEASED_SETTING,
+    generic_norms,
+    no_longer_generic,
+    refine_graph,
+    take_deferred,
+)
 
 # Mentions that may name a generic word ("service", "Service" opening a heading): code,
 # standards and the like never do.
@@ -1374,8 +1381,6 @@ def _too_weak(key, entry, held):
     be held by this run's refinement (every pair a document writes is in its scope), so its
     evidence is held at once, not made a relation to be held. A later document's evidence
     for the pair finds it there, as it finds what refinement held."""
-    from .refine import COOCCURRENCE_MIN_SENTENCES
-
     return key[2] in HELD_RELATIONS and len(entry["evidence"]) + len(held) < COOCCURRENCE_MIN_SENTENCES
 
 
