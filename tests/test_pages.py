@@ -728,12 +728,37 @@ def test_explorer_uses_the_canvas(sample_server, page):
     assert (max(spans) >= 0.75 or zoom == pytest.approx(1.4)) and min(spans) >= 0.45, (spans, zoom)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a forced re-ingest now takes back each document's extraction before extracting it "
-    "again (no data loss), so for a moment 'tidepool' may have no entity at all and the explorer "
-    "panel waits for one; timing-dependent on a loaded machine",
-)
+def check_pages_for_tidepool(page, base, vanished):
+    """Open the home, entity, canned-query and explorer pages for 'tidepool'; return False
+    when the entity is absent for the moment (a forced re-ingest takes a document's
+    extraction back before extracting it again), True when every page was checked. An
+    entity page that answered 404 because its entity had just gone is added to ``vanished``."""
+    page.goto(f"{base}/graphrag")
+    assert page.locator("h1").inner_text() == "GraphRAG knowledge base"
+    assert page.locator("a.graphrag-explore-link").count() == 1
+    page.goto(f"{base}/graphrag/hybrid_search?q=tidepool+compaction")
+    assert page.locator("h1").count() == 1
+    entities = page.evaluate(
+        "() => fetch('/graphrag/-/graphrag/entity_lookup?q=tidepool').then(r => r.json())"
+        ".then(d => d.entities)"
+    )
+    if not entities:
+        return False
+    url = f"{base}/graphrag/-/graphrag/entity/{entities[0]['id']}"
+    if page.goto(url).status == 404:
+        # Taken back between the lookup and this page: a 404 that names it, not an error
+        vanished.append(url)
+        return False
+    assert page.locator("h1").inner_text().startswith("tidepool")
+    page.goto(f"{base}/graphrag/-/graphrag/explore?entity=tidepool")
+    wait_for_layout(page)
+    if page.locator("#graphrag-status").inner_text() == 'No entity matches "tidepool"':
+        return False
+    assert page.locator("#graphrag-panel h2 a").first.inner_text() == "tidepool"
+    assert page.locator("#graphrag-status").inner_text() == ""
+    return True
+
+
 def test_pages_in_chromium_while_an_ingest_writes(sample_server, page, tmp_path):
     base, path = sample_server
     errors = []
@@ -743,31 +768,17 @@ def test_pages_in_chromium_while_an_ingest_writes(sample_server, page, tmp_path)
         [sys.executable, "-m", "llm", "graphrag", "ingest", str(SAMPLE_CORPUS), "--force", "-d", str(path)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
-    rounds = 0
-    overlapped = False
+    during, vanished = [], []
     try:
-        while ingest.poll() is None or rounds == 0:
-            page.goto(f"{base}/graphrag")
-            overlapped = overlapped or ingest.poll() is None
-            assert page.locator("h1").inner_text() == "GraphRAG knowledge base"
-            assert page.locator("a.graphrag-explore-link").count() == 1
-            entity_id = page.evaluate(
-                "() => fetch('/graphrag/-/graphrag/entity_lookup?q=tidepool').then(r => r.json())"
-                ".then(d => d.entities[0].id)"
-            )
-            page.goto(f"{base}/graphrag/-/graphrag/entity/{entity_id}")
-            assert page.locator("h1").inner_text().startswith("tidepool")
-            page.goto(f"{base}/graphrag/hybrid_search?q=tidepool+compaction")
-            assert page.locator("table.rows-and-columns tbody tr").count() > 0
-            page.goto(f"{base}/graphrag/-/graphrag/explore?entity=tidepool")
-            wait_for_layout(page)
-            # Mid-ingest the entity may have lost its relations for a moment: no error though
-            assert page.locator("#graphrag-panel h2 a").first.inner_text() == "tidepool"
-            assert page.locator("#graphrag-status").inner_text() == ""
-            rounds += 1
+        while ingest.poll() is None:
+            # Every page answers without an error while the ingest writes; 'tidepool' may be
+            # absent for a moment, and then its own pages are not asked for in that round
+            during.append(check_pages_for_tidepool(page, base, vanished))
     finally:
         output = ingest.communicate(timeout=300)[0].decode()
     assert ingest.returncode == 0, output
     assert "Ingested 36 files" in output
-    assert errors == []
-    assert overlapped and rounds >= 1
+    assert during, "the ingest ended before a page was opened: nothing overlapped"
+    # Once the ingest is done, every page of the entity is there again
+    assert check_pages_for_tidepool(page, base, vanished)
+    assert [(status, url) for status, url in errors if (status, url) not in [(404, v) for v in vanished]] == []
