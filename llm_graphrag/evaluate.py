@@ -86,7 +86,8 @@ def load_folder_file(path, data=None):
     folder = pathlib.Path(os.path.abspath(os.path.expanduser(folder)))
     if not folder.is_dir():
         raise EvalFileError(
-            f"{path}: folder {folder} does not exist (python3.11-doc: apt-get install python3.11-doc)"
+            f"{path}: folder {folder} does not exist: install what ships it (for the files in "
+            "eval/: apt-get install python3.11-doc, or python-django-doc)"
         )
     patterns = {}
     for key in ("include", "exclude"):

@@ -1,6 +1,7 @@
 """The evaluation harness on a tiny two-hop file and a tiny folder, through the real ingest pipeline."""
 
 import json
+import pathlib
 
 import pytest
 import sqlite_utils
@@ -369,8 +370,8 @@ def test_missing_folder(tmp_path):
     with pytest.raises(EvalFileError) as ex:
         load_folder_file(path)
     assert str(ex.value) == (
-        f"{path}: folder {tmp_path / 'nowhere'} does not exist "
-        "(python3.11-doc: apt-get install python3.11-doc)"
+        f"{path}: folder {tmp_path / 'nowhere'} does not exist: install what ships it "
+        "(for the files in eval/: apt-get install python3.11-doc, or python-django-doc)"
     )
 
 
@@ -415,3 +416,21 @@ def test_evaluate_retrieval_first_questions_of_a_folder_file(folder_file, folder
     assert report["modes"]["bm25"]["ranking"] == {
         "hit@1": 1.0, "mrr@10": 1.0, "p@5": round((2 + 2 / 3) / 3, 4)
     }
+
+
+@pytest.mark.parametrize(
+    "name, count, heldout",
+    [("python-docs-qa.json", 80, 20), ("django-docs-qa.json", 60, 20)],
+)
+def test_documentation_question_files_point_at_real_pages(name, count, heldout):
+    """Each documentation question file of the repository loads: its gold pages are among
+    the files its globs pick from the Debian package's folder."""
+    path = pathlib.Path(__file__).parent.parent / "eval" / name
+    folder = json.loads(path.read_text())["folder"]
+    if not pathlib.Path(folder).is_dir():
+        pytest.skip(f"{folder} is not installed")
+    _, files, queries = load_folder_file(path)
+    assert len(queries) == count
+    assert len({q["question"] for q in queries}) == count
+    assert sum(q["split"] == "heldout" for q in queries) == heldout
+    assert not any(f.startswith(("genindex", "search.html")) for f in files)
