@@ -1028,6 +1028,10 @@ class _FalkorQuery(_Query):
         self.tools = tools
         self.read = tools.read
 
+    def _document_evidence(self):
+        """Not applied here (page support, page length, headings): the fused relevance
+        alone, as before it."""
+
     def bm25_search(self, groups, limit):
         """``[(chunk id, score)]``: FTS5's ``bm25`` for the chunks holding a token of every
         group, best first. Each token of each group is one phrase of the score, as in
