@@ -19,6 +19,11 @@
   lifts the fused chunks it shares a rare entity or typed relation with. The fused ranking's
   first ``keep_top`` chunks and every chunk of relevance at least ``keep_relevance``
   keep their places: the graph fills the places below a strong independent match.
+  Before expanding, each fused chunk's relevance takes in its document
+  (``_document_evidence``): its page's other fused chunks (``page_support``), the page's
+  length (``page_size``) and the question's words in its title and headings
+  (``heading_weight``); nothing changes when every document is one chunk with a title
+  that holds no question word.
 
 Scoring follows seed 004 §14 with weights from config (``weights`` in the
 ``retrieval`` setting, or ``RetrievalOptions.weights``): a chunk's score is
