@@ -318,21 +318,9 @@ class _Query:
         ids = list(self.relevance)
         if not ids or not (options.page_support or options.page_size or options.heading_weight):
             return
-        marks = ",".join("?" * len(ids))
-        rows = self.conn.execute(
-            "select chunks.id, chunks.doc_id, chunks.hash, chunks.meta, docs.title "
-            f"from chunks join docs on docs.id = chunks.doc_id where chunks.id in ({marks})",
-            ids,
-        ).fetchall()
+        rows = self._document_rows(ids)
         docs = {row[0]: row[1] for row in rows}
-        pages = sorted(set(docs.values()))
-        sizes = dict(
-            self.conn.execute(
-                f"select doc_id, count(*) from chunks where doc_id in ({','.join('?' * len(pages))}) "
-                "group by doc_id",
-                pages,
-            ).fetchall()
-        ) if pages else {}
+        sizes = self._page_sizes(sorted(set(docs.values())))
         by_page = collections.defaultdict(list)
         for chunk_id, doc_id in docs.items():
             by_page[doc_id].append(self.relevance[chunk_id])
@@ -359,9 +347,35 @@ class _Query:
                 "heading": round(heading, 6),
             }
 
+    def _document_rows(self, ids):
+        """``[(chunk id, doc id, chunk hash, chunk section, document title)]``."""
+        marks = ",".join("?" * len(ids))
+        return self.conn.execute(
+            "select chunks.id, chunks.doc_id, chunks.hash, chunks.section, docs.title "
+            f"from chunks join docs on docs.id = chunks.doc_id where chunks.id in ({marks})",
+            list(ids),
+        ).fetchall()
+
+    def _page_sizes(self, doc_ids):
+        """``{doc id: its number of chunks}``."""
+        if not doc_ids:
+            return {}
+        marks = ",".join("?" * len(doc_ids))
+        return dict(
+            self.conn.execute(
+                f"select doc_id, count(*) from chunks where doc_id in ({marks}) group by doc_id",
+                list(doc_ids),
+            ).fetchall()
+        )
+
+    def _chunk_texts(self, ids):
+        """``{chunk id: content}``."""
+        marks = ",".join("?" * len(ids))
+        return dict(self.conn.execute(f"select id, content from chunks where id in ({marks})", list(ids)))
+
     def _heading_shares(self, rows):
         """``{chunk id: share}``: the share of the question words' idf weight that the
-        chunk's document title and headings (those above it and those in it) hold."""
+        chunk's document title, section and headings in it hold."""
         weights = {}
         for word in self.words:
             weights.setdefault(_lemma(word), self._word_idf(word))
@@ -369,7 +383,7 @@ class _Query:
         if total <= 0:
             return {}
         shares = {}
-        for chunk_id, lemmas in _heading_lemmas(self.conn, rows).items():
+        for chunk_id, lemmas in _heading_lemmas(self._chunk_texts, rows).items():
             held = sum(weight for lemma, weight in weights.items() if lemma in lemmas)
             if held:
                 shares[chunk_id] = held / total
@@ -895,34 +909,28 @@ def list_peak(ranks, depth):
     return max(0.0, float(scores[0] - scores.mean()) / spread / 5)
 
 
-_HEADINGS = collections.OrderedDict()  # (chunk hash, meta, title) -> heading lemmas
+_HEADINGS = collections.OrderedDict()  # (chunk hash, section, title) -> heading lemmas
 _HEADINGS_SIZE = 100_000
 _HEADINGS_LOCK = threading.Lock()
 
 
-def _heading_lemmas(conn, rows):
-    """``{chunk id: frozenset of lemmas}`` of each chunk's document title, the headings
-    above it (``meta.headings``) and the Markdown headings in it. ``rows``: ``(id, doc id,
-    hash, meta, title)``. Kept per chunk hash, so a chunk's text is read once."""
+def _heading_lemmas(read_texts, rows):
+    """``{chunk id: frozenset of lemmas}`` of each chunk's document title, its section
+    and the Markdown headings in it. ``rows``: ``(id, doc id, hash, section, title)``;
+    ``read_texts(ids)``: ``{id: content}``. Kept per chunk hash, so a chunk's text is read
+    once."""
     out, missing = {}, {}
-    for chunk_id, _, digest, meta, title in rows:
-        key = (digest, meta, title) if digest else None
+    for chunk_id, _, digest, section, title in rows:
+        key = (digest, section, title) if digest else None
         found = _HEADINGS.get(key) if key else None
         if found is None:
-            missing[chunk_id] = (key, meta, title)
+            missing[chunk_id] = (key, section, title)
         else:
             out[chunk_id] = found
     if missing:
-        marks = ",".join("?" * len(missing))
-        texts = dict(
-            conn.execute(f"select id, content from chunks where id in ({marks})", list(missing))
-        )
-        for chunk_id, (key, meta, title) in missing.items():
-            try:
-                above = json.loads(meta or "{}").get("headings") or []
-            except (ValueError, AttributeError):
-                above = []
-            text = " ".join([title or "", *above, *_HEADING.findall(texts.get(chunk_id) or "")])
+        texts = read_texts(list(missing))
+        for chunk_id, (key, section, title) in missing.items():
+            text = " ".join([title or "", section or "", *_HEADING.findall(texts.get(chunk_id) or "")])
             lemmas = out[chunk_id] = frozenset(_lemma(w) for w in query_words(text))
             if key:
                 with _HEADINGS_LOCK:
