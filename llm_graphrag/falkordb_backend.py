@@ -1028,6 +1028,39 @@ class _FalkorQuery(_Query):
         self.tools = tools
         self.read = tools.read
 
+    def _document_rows(self, ids):
+        return [
+            tuple(row)
+            for row in self.read(
+                "MATCH (d:Document)-[:PART_OF]->(c:Chunk) WHERE c.id IN $ids "
+                "RETURN c.id, c.doc_id, c.hash, c.section, d.title",
+                {"ids": list(ids)},
+            )
+        ]
+
+    def _page_sizes(self, doc_ids):
+        if not doc_ids:
+            return {}
+        rows = self.read(
+            "MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.doc_id, count(c)", {"ids": list(doc_ids)}
+        )
+        return {row[0]: row[1] for row in rows}
+
+    def _chunk_texts(self, ids):
+        rows = self.read("MATCH (c:Chunk) WHERE c.id IN $ids RETURN c.id, c.content", {"ids": list(ids)})
+        return {row[0]: row[1] for row in rows}
+
+    def _word_idf(self, word):
+        """FTS5's count for ``word`` from the postings: the chunks holding each of its
+        porter tokens."""
+        cache = self._idfs
+        if word not in cache:
+            tokens = fts_tokens([word])[0]
+            postings = self.tools.store.postings(sorted(set(tokens)))
+            chunks = set.intersection(*(set(postings[t]) for t in tokens)) if tokens else set()
+            cache[word] = self._idf(len(chunks)) if chunks else 0.0
+        return cache[word]
+
     def bm25_search(self, groups, limit):
         """``[(chunk id, score)]``: FTS5's ``bm25`` for the chunks holding a token of every
         group, best first. Each token of each group is one phrase of the score, as in

@@ -19,6 +19,11 @@
   lifts the fused chunks it shares a rare entity or typed relation with. The fused ranking's
   first ``keep_top`` chunks and every chunk of relevance at least ``keep_relevance``
   keep their places: the graph fills the places below a strong independent match.
+  Before expanding, each fused chunk's relevance takes in its document
+  (``_document_evidence``): its page's other fused chunks (``page_support``), the page's
+  length (``page_size``) and the question's words in its title and headings
+  (``heading_weight``); nothing changes when every document is one chunk with a title
+  that holds no question word.
 
 Scoring follows seed 004 §14 with weights from config (``weights`` in the
 ``retrieval`` setting, or ``RetrievalOptions.weights``): a chunk's score is
@@ -113,6 +118,16 @@ class RetrievalOptions:
     # falls below hybrid's on dev-odd). The FalkorDB backend does not apply it.
     coverage_base: float = 1.0
     coverage_slope: float = 0.0
+    # Document evidence (graph mode; nothing when every document is one chunk and no
+    # title or heading holds a question word): a fused chunk's relevance plus
+    # page_support * the relevance of its page's next page_depth - 1 best fused chunks,
+    # minus page_size * log(chunks in its page) (a long page offers more chances to match
+    # a word: changelogs), plus heading_weight * the share of the question's idf weight
+    # its document title and headings hold.
+    page_support: float = 0.1
+    page_depth: int = 3
+    page_size: float = 0.05
+    heading_weight: float = 0.3
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -220,7 +235,9 @@ class _Query:
         self.words = query_words(q)
         self.bm25 = {}  # chunk id -> (rank, bm25 score, positive: higher is better)
         self.vector = {}  # chunk id -> (rank, cosine similarity)
-        self.relevance = {}  # chunk id -> fused relevance in [0, 1]
+        self.relevance = {}  # chunk id -> fused relevance (graph: with document evidence)
+        self.fused = {}  # chunk id -> fused relevance in [0, 1] of the two lists alone
+        self.document = {}  # chunk id -> its document evidence (``_document_evidence``)
         self.fusion = {}  # list name -> its weight in this question's fusion
         self.order = []
         self.bridge = {}  # chunk id -> summed bridge contribution
@@ -287,7 +304,90 @@ class _Query:
                 scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (k + rank + 1)
         top = sum(weight for _, _, weight in lists) / (k + 1) if lists else 1.0
         self.relevance = {c: s / top for c, s in scores.items()}
-        self.order = sorted(scores, key=lambda c: (-scores[c], c))
+        self.fused = dict(self.relevance)
+        if options.mode == "graph":
+            self._document_evidence()
+        self.order = sorted(self.relevance, key=lambda c: (-self.relevance[c], c))
+
+    def _document_evidence(self):
+        """Add what the chunk's document says to each fused chunk's relevance: the
+        support of its page's other fused chunks, the page's length, and the question's
+        words in its document title and headings (``RetrievalOptions.page_support``,
+        ``page_size``, ``heading_weight``). Kept in ``self.document`` for the signals."""
+        options = self.options
+        ids = list(self.relevance)
+        if not ids or not (options.page_support or options.page_size or options.heading_weight):
+            return
+        rows = self._document_rows(ids)
+        docs = {row[0]: row[1] for row in rows}
+        sizes = self._page_sizes(sorted(set(docs.values())))
+        by_page = collections.defaultdict(list)
+        for chunk_id, doc_id in docs.items():
+            by_page[doc_id].append(self.relevance[chunk_id])
+        for values in by_page.values():
+            values.sort(reverse=True)
+        headings = self._heading_shares(rows) if options.heading_weight else {}
+        for chunk_id, doc_id in docs.items():
+            own = self.relevance[chunk_id]
+            others = list(by_page[doc_id])
+            others.remove(own)
+            support = sum(others[: max(options.page_depth - 1, 0)])
+            size = sizes.get(doc_id, 1)
+            heading = headings.get(chunk_id, 0.0)
+            adjust = (
+                options.page_support * support
+                - options.page_size * math.log(max(size, 1))
+                + options.heading_weight * heading
+            )
+            if adjust:
+                self.relevance[chunk_id] = max(0.0, own + adjust)
+            self.document[chunk_id] = {
+                "page_support": round(support, 6),
+                "page_chunks": size,
+                "heading": round(heading, 6),
+            }
+
+    def _document_rows(self, ids):
+        """``[(chunk id, doc id, chunk hash, chunk section, document title)]``."""
+        marks = ",".join("?" * len(ids))
+        return self.conn.execute(
+            "select chunks.id, chunks.doc_id, chunks.hash, chunks.section, docs.title "
+            f"from chunks join docs on docs.id = chunks.doc_id where chunks.id in ({marks})",
+            list(ids),
+        ).fetchall()
+
+    def _page_sizes(self, doc_ids):
+        """``{doc id: its number of chunks}``."""
+        if not doc_ids:
+            return {}
+        marks = ",".join("?" * len(doc_ids))
+        return dict(
+            self.conn.execute(
+                f"select doc_id, count(*) from chunks where doc_id in ({marks}) group by doc_id",
+                list(doc_ids),
+            ).fetchall()
+        )
+
+    def _chunk_texts(self, ids):
+        """``{chunk id: content}``."""
+        marks = ",".join("?" * len(ids))
+        return dict(self.conn.execute(f"select id, content from chunks where id in ({marks})", list(ids)))
+
+    def _heading_shares(self, rows):
+        """``{chunk id: share}``: the share of the question words' idf weight that the
+        chunk's document title, section and headings in it hold."""
+        weights = {}
+        for word in self.words:
+            weights.setdefault(_lemma(word), self._word_idf(word))
+        total = sum(weights.values())
+        if total <= 0:
+            return {}
+        shares = {}
+        for chunk_id, lemmas in _heading_lemmas(self._chunk_texts, rows).items():
+            held = sum(weight for lemma, weight in weights.items() if lemma in lemmas)
+            if held:
+                shares[chunk_id] = held / total
+        return shares
 
     # -- graph expansion --------------------------------------------------------------
 
@@ -298,10 +398,10 @@ class _Query:
             return
         self.query_entities = self._match_query_entities()
         for seed in seeds:
-            if self.relevance[seed] < options.seed_min_relevance:
+            if self.fused[seed] < options.seed_min_relevance:
                 continue
-            confidence = self.relevance[seed] ** options.seed_sharpness
-            fused_only = self.relevance[seed] < options.seed_new_relevance
+            confidence = self.fused[seed] ** options.seed_sharpness
+            fused_only = self.fused[seed] < options.seed_new_relevance
             candidates, term_scores = self._candidates(seed, fused_only)
             candidates.pop(seed, None)
             untyped = {"related_to", "stated"} - set(options.rels or ())
@@ -681,6 +781,9 @@ class _Query:
             rank, score = self.vector[chunk_id]
             signals["semantic"] = {"rank": rank + 1, "score": round(score, 6)}
         signals["relevance"] = round(self.relevance.get(chunk_id, 0.0), 6)
+        if chunk_id in self.document:
+            signals["fused"] = round(self.fused.get(chunk_id, 0.0), 6)
+            signals["document"] = self.document[chunk_id]
         if path:
             signals["graph"] = {
                 "bridge": round(self.bridge[chunk_id], 6),
@@ -700,7 +803,7 @@ class _Query:
         options = self.options
         floor = None
         for position, chunk_id in enumerate(self.order):
-            if position >= options.keep_top and self.relevance[chunk_id] < options.keep_relevance:
+            if position >= options.keep_top and self.fused[chunk_id] < options.keep_relevance:
                 break
             scores[chunk_id] = weights["semantic"] * self.relevance[chunk_id]
             self.paths.pop(chunk_id, None)
@@ -725,6 +828,11 @@ class _Query:
             parts.append(f"semantic match ({self.vector[chunk_id][1]:.2f})")
         if chunk_id in self.bm25:
             parts.append(f"keyword match (BM25 rank {self.bm25[chunk_id][0] + 1})")
+        document = self.document.get(chunk_id)
+        if document and document["heading"]:
+            parts.append(f"its title and headings hold {document['heading']:.0%} of the question")
+        if document and document["page_support"]:
+            parts.append(f"its page's other matches ({document['page_support']:.2f})")
         if path:
             seed = path["seed"]
             if path["kind"] == "entity":
@@ -780,6 +888,7 @@ class _Query:
         ]
 
 
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+)$", re.MULTILINE)  # a Markdown heading line
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 
@@ -798,6 +907,37 @@ def list_peak(ranks, depth):
     if spread <= 0:
         return 0.0
     return max(0.0, float(scores[0] - scores.mean()) / spread / 5)
+
+
+_HEADINGS = collections.OrderedDict()  # (chunk hash, section, title) -> heading lemmas
+_HEADINGS_SIZE = 100_000
+_HEADINGS_LOCK = threading.Lock()
+
+
+def _heading_lemmas(read_texts, rows):
+    """``{chunk id: frozenset of lemmas}`` of each chunk's document title, its section
+    and the Markdown headings in it. ``rows``: ``(id, doc id, hash, section, title)``;
+    ``read_texts(ids)``: ``{id: content}``. Kept per chunk hash, so a chunk's text is read
+    once."""
+    out, missing = {}, {}
+    for chunk_id, _, digest, section, title in rows:
+        key = (digest, section, title) if digest else None
+        found = _HEADINGS.get(key) if key else None
+        if found is None:
+            missing[chunk_id] = (key, section, title)
+        else:
+            out[chunk_id] = found
+    if missing:
+        texts = read_texts(list(missing))
+        for chunk_id, (key, section, title) in missing.items():
+            text = " ".join([title or "", section or "", *_HEADING.findall(texts.get(chunk_id) or "")])
+            lemmas = out[chunk_id] = frozenset(_lemma(w) for w in query_words(text))
+            if key:
+                with _HEADINGS_LOCK:
+                    _HEADINGS[key] = lemmas
+                    while len(_HEADINGS) > _HEADINGS_SIZE:
+                        _HEADINGS.popitem(last=False)
+    return out
 
 
 def _best_sentence(text, lemmas):

@@ -555,3 +555,109 @@ def test_pair_coverage_scales_a_candidates_gain_by_what_it_supplies(db):
     assert covered["chunks"][0]["id"] == 2
     assert shares[1] == 1.0
     assert all(share == 0.0 for chunk_id, share in shares.items() if chunk_id != 1)
+
+
+@pytest.fixture
+def pages_db(tmp_path, user_path):
+    """Three documentation pages: a module page of two chunks whose title names JSON, a
+    changelog of twelve chunks, two of which mention it, and a tutorial page of one."""
+    pages = [
+        ("library/json.html", "json — JSON encoder and decoder", [
+            ("json — JSON encoder and decoder", "Use dumps to encode objects as text with an indent."),
+            ("Basic Usage", "## Basic Usage\n\nloads decodes a JSON document into objects."),
+        ]),
+        ("whatsnew/3.2.html", "Changes in release 3.2", [
+            (f"Improved Modules {i}", f"Module m{i} gained a faster decode step for JSON text."
+             if i < 2 else f"Module m{i} gained a new option.")
+            for i in range(12)
+        ]),
+        ("tutorial/inputoutput.html", "Input and Output", [
+            ("Reading and Writing Files", "Decode the text read from files into objects."),
+        ]),
+    ]
+    db = open_database(tmp_path / "pages.db")
+    texts, chunk_id = [], 0
+    with db.atomic():
+        for doc_id, (path, title, chunks) in enumerate(pages, start=1):
+            db["docs"].insert({"id": doc_id, "path": f"/html/{path}", "title": title})
+            for seq, (section, text) in enumerate(chunks):
+                chunk_id += 1
+                texts.append(text)
+                db["chunks"].insert({
+                    "id": chunk_id, "doc_id": doc_id, "seq": seq, "content": text,
+                    "section": section, "meta": json.dumps({"headings": [title, section]}),
+                })
+        write_embeddings(db, "chunks", range(1, chunk_id + 1), embedder_for(db).encode(texts), texts)
+    return db
+
+
+QUESTION_JSON = "How do I decode JSON text?"
+
+
+def test_document_evidence_is_in_each_chunks_signals(pages_db):
+    from llm_graphrag.retrieval import _Query
+
+    result = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15))
+    state = _Query(pages_db.conn, QUESTION_JSON, RetrievalOptions())
+    assert state.words == ["decode", "json", "text"]
+    weights = {w: state._word_idf(w) for w in state.words}
+    for chunk in result["chunks"]:
+        signals = chunk["signals"]
+        document = signals["document"]
+        # relevance: the fused one, plus 0.1 x the page's next two fused chunks, minus
+        # 0.05 x log(chunks in the page), plus 0.3 x the heading share
+        expected = (
+            signals["fused"] + 0.1 * document["page_support"]
+            - 0.05 * np.log(document["page_chunks"]) + 0.3 * document["heading"]
+        )
+        assert signals["relevance"] == pytest.approx(max(expected, 0.0), abs=1e-5)
+        assert document["page_chunks"] == {1: 2, 2: 12, 3: 1}[chunk["doc_id"]]
+    by_id = {c["id"]: c["signals"]["document"] for c in result["chunks"]}
+    # the json page's title holds 'json' (its idf's share of the question's); no other
+    # title or heading holds a question word ('decoder' is not 'decode')
+    share = weights["json"] / sum(weights.values())
+    assert by_id[1]["heading"] == by_id[2]["heading"] == pytest.approx(share, abs=1e-5)
+    assert all(by_id[c]["heading"] == 0.0 for c in range(3, 16))
+    # a page's support: the relevance of its next best fused chunks, two at most
+    fused = {c["id"]: c["signals"]["fused"] for c in result["chunks"]}
+    assert by_id[1]["page_support"] == pytest.approx(fused[2], abs=1e-5)
+    assert by_id[15]["page_support"] == 0.0
+    changelog = sorted((fused[c] for c in range(3, 15)), reverse=True)
+    assert by_id[3]["page_support"] == pytest.approx(sum(changelog[:3]) - fused[3], abs=1e-5)
+    # the module page whose title names the question's rarest word comes first, above the
+    # changelog chunk both searches ranked higher; the explanation says why
+    hybrid = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(mode="hybrid", k=15))
+    assert [c["id"] for c in hybrid["chunks"][:2]] == [3, 1]
+    assert [c["id"] for c in result["chunks"][:3]] == [1, 3, 2]
+    assert "its title and headings hold 35% of the question" in result["explanations"][0]
+    assert "its page's other matches" in result["explanations"][0]
+
+
+def test_document_evidence_only_in_graph_mode_and_off_when_zero(pages_db):
+    hybrid = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(mode="hybrid", k=15))
+    assert all("document" not in c["signals"] for c in hybrid["chunks"])
+    off = RetrievalOptions(k=15, page_support=0, page_size=0, heading_weight=0)
+    graph = hybrid_query(pages_db, QUESTION_JSON, off)
+    relevance = {c["id"]: c["relevance"] for c in hybrid["chunks"]}
+    assert all(c["relevance"] == relevance[c["id"]] for c in graph["chunks"])
+    assert all("document" not in c["signals"] for c in graph["chunks"])
+    # each one alone moves the relevance its own way
+    for name, sign in (("page_support", 1), ("page_size", -1), ("heading_weight", 1)):
+        alone = {"page_support": 0, "page_size": 0, "heading_weight": 0, name: 0.2}
+        found = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, **alone))
+        changed = {c["id"]: c["relevance"] - relevance[c["id"]] for c in found["chunks"]}
+        assert any(abs(delta) > 1e-6 for delta in changed.values()), name
+        assert all(sign * delta >= -1e-9 for delta in changed.values()), name
+
+
+def test_single_chunk_documents_without_matching_titles_keep_their_fused_relevance(db):
+    # one chunk a document, titles that hold no question word: QASC-like corpora are
+    # ranked exactly as without document evidence
+    result = hybrid_query(db, QUESTION, RetrievalOptions(k=6))
+    fused = [c for c in result["chunks"] if "document" in c["signals"]]
+    assert fused
+    for chunk in fused:
+        assert chunk["signals"]["document"] == {"page_support": 0.0, "page_chunks": 1, "heading": 0.0}
+        assert chunk["signals"]["relevance"] == chunk["signals"]["fused"]
+    off = RetrievalOptions(k=6, page_support=0, page_size=0, heading_weight=0)
+    assert ids(hybrid_query(db, QUESTION, off)) == ids(result)
