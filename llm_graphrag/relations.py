@@ -306,6 +306,8 @@ def pattern_relations(chunk, mentions, context):
                                 found.append(RelationCandidate(right, maker, rel, weight, proximity, sentence, "patterns"))
                 continue
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
+            if rel == "causes" and left is not None:
+                left = _event_agent(group, left, masked, t_start)
             if left is not None and not _finite(match.group()):
                 if rel == "located_in" and left.type == "concept":
                     left = _phrase_head(group, left, masked)
@@ -591,6 +593,21 @@ _DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}")
 
 
 _OF_FOR = re.compile(r"\s+(?:for|of)\s+(?:the\s+)?")
+_OF = re.compile(r"\s+of\s+(?:(?:the|an?|its|their|his|her)\s+)?")
+# Heads that name an event or act (nominalizations): "the movement of the plates causes
+# earthquakes" says the plates, moving, cause them.
+_EVENT_SUFFIXES = ("ment", "tion", "sion", "ance", "ence", "ure", "ing", "al")
+
+
+def _event_agent(group, left, masked, t_start):
+    """The of-object of an event noun before a cause verb (the plates in "the movement of
+    the plates causes"), else ``left``."""
+    i = group.index(left)
+    if left.type != "concept" or " " in left.name or not left.name.lower().endswith(_EVENT_SUFFIXES):
+        return left
+    if i + 1 < len(group) and group[i + 1].end <= t_start and _OF.fullmatch(masked, left.end, group[i + 1].start):
+        return group[i + 1]
+    return left
 
 
 def _phrase_head(group, left, masked):

@@ -915,3 +915,11 @@ def test_an_object_pronoun_stands_for_the_topic_not_its_own_subject():
     found = candidates("The Harbour Bridge opened in 1901. Tomas Berg repaired it in 1950.", _stated)
     assert ("Tomas Berg", "stated", "Harbour Bridge", 0.55, 0.909) in found
     assert not [c for c in found if c[0] == c[2]]
+
+
+def test_a_verb_after_a_focus_adverb_is_a_verb_and_an_event_of_a_thing_is_its_doing():
+    found = candidates("The movement of the dunes also causes most floods and landslides.", relations.pattern_relations)
+    assert [c[:3] for c in found] == [("dunes", "causes", "floods"), ("dunes", "causes", "landslides")]
+    # "causes" is no noun here, and the head of a thing (not an event) stays the subject.
+    found = candidates("The shell of the crab also causes cuts.", relations.pattern_relations)
+    assert [c[:3] for c in found] == [("shell", "causes", "cuts")]
