@@ -949,3 +949,8 @@ def test_a_noun_and_the_noun_phrase_a_preposition_hangs_on_it_are_stated():
     assert phrases["workshop", "Tomas Berg"] == "stated: of"
     # Not code, a date, or a word too common to name a thing ("the value of `x`", "a number of files").
     assert not [c for c in candidates("The value of `limit` holds a number of files in 1990.", _stated) if c[3] == 0.5]
+
+
+def test_what_a_publisher_publishes_it_produces():
+    found = candidates("The Quill Press publishes several almanacs, including the Tidal Almanac.", relations.pattern_relations)
+    assert [c[:3] for c in found if c[1] == "produces"] == [("Quill Press", "produces", "almanacs"), ("Quill Press", "produces", "Tidal Almanac")]
