@@ -1238,6 +1238,10 @@ def concept_mentions(chunk, context):
     return mentions
 
 
+# Adverbs that stand before a verb, not inside a noun phrase (the -ly ones are "adverb" anyway).
+_VERB_ADVERBS = frozenset("also often usually always never still sometimes rarely seldom mostly generally typically".split())
+
+
 def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if low in STOPWORDS or "n't" in low:
         return "stop"
@@ -1266,6 +1270,11 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"
     if cls == "ambiguous" and prev_class == "adverb" and not low.endswith(("ing", "ed")):
         return "verb"  # an adverb modifies no noun: "Django currently supports", "dramatically increase"
+    if (
+        cls == "ambiguous" and prev_word in _VERB_ADVERBS and low.endswith("s") and not low.endswith(("ss", "ing", "ed"))
+        and k >= 2 and tokens[k - 2][2].lower() not in STOPWORDS
+    ):
+        return "verb"  # a frequency or focus adverb after a noun goes with a verb: "the plates also cause(s)"
     if cls == "ambiguous":
         if low.endswith(("ing", "ed")):
             return _participle(low, k, tokens, prev_class, prev_word)
