@@ -1411,8 +1411,6 @@ def stated_relations(chunk, mentions, context):
                 continue  # code, or a word too common to name a thing, says little so: "the value of `x`", "a number of files"
             for obj in _conjuncts(group, k + 1, masked, 1):
                 pair = frozenset((a.norm, obj.norm))
-                if obj.type == "concept" and link.group(1) in _PLACE_LINKS and not link.group(2) and " " not in obj.name:
-                    continue  # a bare noun after "in", "at", "on" is a time or a manner: "in spring", "at night", "in practice"
                 if obj.type in _NO_LINK or a.norm == obj.norm or pair in joined or any(
                     frozenset((c.src.norm, c.dst.norm)) == pair for c in found[-8:]
                 ):
@@ -1425,8 +1423,7 @@ def stated_relations(chunk, mentions, context):
 
 # A preposition that joins a noun to the noun phrase after it: "a press with movable type",
 # "the outer shell of the Earth", "a goldsmith from Mainz".
-_NOUN_LINK = re.compile(r"\s+(of|with|from|in|on|at|via|near|within)\s+((?:the|an?)\s+)?")
-_PLACE_LINKS = frozenset("in on at within near".split())
+_NOUN_LINK = re.compile(r"\s+(of|with|from|in|on|at|via|near|within)\s+(?:(?:the|an?)\s+)?")
 _NO_LINK = frozenset(("DATE", "version", "step", "code"))
 
 

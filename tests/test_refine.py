@@ -250,9 +250,7 @@ def test_a_fact_stated_once_is_a_stated_edge_with_its_phrase(tmp_path):
             "join entities d on d.id = r.dst_id where r.rel = 'stated'"
         ).fetchall()
     assert rows["forward"] == [
-        ("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "photographed"}', "Tomas Berg photographed Harbour Bridge", 3),
-        # a noun and the noun phrase a preposition hangs on it ("at night", bare, is a time: none)
-        ("Harbour Bridge", "spring", '{"kind": "stated", "phrase": "in"}', "Harbour Bridge in spring", 1),
+        ("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "photographed"}', "Tomas Berg photographed Harbour Bridge", 3)
     ]
     assert rows["reversed"] == rows["forward"]
     once = [("Tomas Berg", "Harbour Bridge", '{"kind": "stated", "phrase": "repaired"}', "Tomas Berg repaired Harbour Bridge", 1)]
