@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, _library_stop_words, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -1401,30 +1401,7 @@ def stated_relations(chunk, mentions, context):
                     found.append(RelationCandidate(
                         subj, obj, "stated", 0.55, 1.0 / (1.0 + 0.1 * gap), sentence, STATED_PREFIX + phrase
                     ))
-        # No verb: a noun and the noun phrase a preposition hangs on it ("the outer shell of
-        # the Earth", "a press with movable type and a hand mould").
-        for k, (a, b) in enumerate(zip(group, group[1:])):
-            link = _NOUN_LINK.fullmatch(masked, a.end, b.start)
-            if link is None or a.type in _NO_LINK or a.type == "concept" and (
-                a.name.rsplit(None, 1)[-1].lower() in _library_stop_words()
-            ):
-                continue  # code, or a word too common to name a thing, says little so: "the value of `x`", "a number of files"
-            for obj in _conjuncts(group, k + 1, masked, 1):
-                pair = frozenset((a.norm, obj.norm))
-                if obj.type in _NO_LINK or a.norm == obj.norm or pair in joined or any(
-                    frozenset((c.src.norm, c.dst.norm)) == pair for c in found[-8:]
-                ):
-                    continue
-                if sentence is None:
-                    sentence = chunk.text[s_start:s_end]
-                found.append(RelationCandidate(a, obj, "stated", 0.5, 1.0, sentence, STATED_PREFIX + link.group(1)))
     return found
-
-
-# A preposition that joins a noun to the noun phrase after it: "a press with movable type",
-# "the outer shell of the Earth", "a goldsmith from Mainz".
-_NOUN_LINK = re.compile(r"\s+(of|with|from|in|on|at|via|near|within)\s+(?:(?:the|an?)\s+)?")
-_NO_LINK = frozenset(("DATE", "version", "step", "code"))
 
 
 _COMMA_AFTER = re.compile(r"\s*,")

@@ -808,18 +808,10 @@ def _stated(chunk, mentions, context):
         # past an apposition, and past a prepositional object, to the subject
         ("Tomas Berg, a carpenter from Umea, repaired the Harbour Bridge.", [
             ("Tomas Berg", "stated", "Harbour Bridge", 0.55, 0.833),
-            ("carpenter", "stated", "Umea", 0.5, 1.0),  # a noun and its prepositional phrase
         ]),
-        ("The workshop of Tomas Berg built the Harbour Bridge.", [
-            ("workshop", "stated", "Harbour Bridge", 0.55, 0.833),
-            ("workshop", "stated", "Tomas Berg", 0.5, 1.0),
-        ]),
+        ("The workshop of Tomas Berg built the Harbour Bridge.", [("workshop", "stated", "Harbour Bridge", 0.55, 0.833)]),
         # nouns a linking verb takes are part of the phrase
-        ("Umea is a town on the coast of Sweden.", [
-            ("Umea", "stated", "Sweden", 0.55, 0.588),
-            ("town", "stated", "coast", 0.5, 1.0),
-            ("coast", "stated", "Sweden", 0.5, 1.0),
-        ]),
+        ("Umea is a town on the coast of Sweden.", [("Umea", "stated", "Sweden", 0.55, 0.588)]),
         ("The Harbour Bridge is known for its cables.", [("Harbour Bridge", "stated", "cables", 0.55, 0.714)]),
         # a relative clause is said of the mention before it; the main clause goes on past it
         ("Tomas Berg, who lived in Umea, repaired the Harbour Bridge.", [
@@ -845,7 +837,6 @@ def _stated(chunk, mentions, context):
         # a comma alone makes no list: "In Umea," is no subject
         ("In Umea, Ada Lund repaired the Harbour Bridge, the tallest in Sweden.", [
             ("Ada Lund", "stated", "Harbour Bridge", 0.55, 0.833),
-            ("tallest", "stated", "Sweden", 0.5, 1.0),
         ]),
         # a participle after a comma is said of the noun before it (a reduced relative clause)
         ("Umea Academy, founded in 1897, is a school.", [("Umea Academy", "stated", "1897", 0.55, 0.833)]),
@@ -932,23 +923,6 @@ def test_a_verb_after_a_focus_adverb_is_a_verb_and_an_event_of_a_thing_is_its_do
     # "causes" is no noun here, and the head of a thing (not an event) stays the subject.
     found = candidates("The shell of the crab also causes cuts.", relations.pattern_relations)
     assert [c[:3] for c in found] == [("shell", "causes", "cuts")]
-
-
-def test_a_noun_and_the_noun_phrase_a_preposition_hangs_on_it_are_stated():
-    text = "Umea Press built a press with movable type and a hand mould in the workshop of Tomas Berg."
-    found = candidates(text, _stated)
-    assert ("press", "stated", "movable type", 0.5, 1.0) in found
-    assert ("press", "stated", "hand mould", 0.5, 1.0) in found  # and its conjuncts
-    assert ("workshop", "stated", "Tomas Berg", 0.5, 1.0) in found
-    chunk = ChunkText(1, 1, text)
-    context = ExtractionContext()
-    context.start_document([chunk])
-    mentions = finish_mentions(chunk, [m for e in EXTRACTORS for m in e(chunk, context)], context)
-    phrases = {(c.src.name, c.dst.name): c.extractor for c in _stated(chunk, mentions, context)}
-    assert phrases["press", "movable type"] == "stated: with"
-    assert phrases["workshop", "Tomas Berg"] == "stated: of"
-    # Not code, a date, or a word too common to name a thing ("the value of `x`", "a number of files").
-    assert not [c for c in candidates("The value of `limit` holds a number of files in 1990.", _stated) if c[3] == 0.5]
 
 
 def test_what_a_publisher_publishes_it_produces():
