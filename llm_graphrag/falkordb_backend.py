@@ -1050,6 +1050,11 @@ class _FalkorQuery(_Query):
         rows = self.read("MATCH (c:Chunk) WHERE c.id IN $ids RETURN c.id, c.content", {"ids": list(ids)})
         return {row[0]: row[1] for row in rows}
 
+    def _code_links(self):
+        """None: which mention describes an entity is in the mentions' meta, which is
+        not synced to FalkorDB."""
+        return {}
+
     def _word_idf(self, word):
         """FTS5's count for ``word`` from the postings: the chunks holding each of its
         porter tokens."""

@@ -128,6 +128,11 @@ class RetrievalOptions:
     page_depth: int = 3
     page_size: float = 0.05
     heading_weight: float = 0.3
+    # Code links (graph mode): an entity of type code that the question names by a
+    # code-like token (``os.path.join``, ``Py_DECREF``, ``getLogger``, ``len()``, anything
+    # in backticks) brings the chunk its description comes from (its definition or home)
+    # with code_link_weight, found by a search or not: a name that specific is evidence.
+    code_link_weight: float = 0.3
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -313,11 +318,19 @@ class _Query:
         """Add what the chunk's document says to each fused chunk's relevance: the
         support of its page's other fused chunks, the page's length, and the question's
         words in its document title and headings (``RetrievalOptions.page_support``,
-        ``page_size``, ``heading_weight``). Kept in ``self.document`` for the signals."""
+        ``page_size``, ``heading_weight``), and whether it describes a code entity the
+        question names (``code_link_weight``: such a chunk joins the fused ones if neither
+        search found it). Kept in ``self.document`` for the signals."""
         options = self.options
-        ids = list(self.relevance)
-        if not ids or not (options.page_support or options.page_size or options.heading_weight):
+        if not self.relevance:
             return
+        code = self._code_links() if options.code_link_weight else {}
+        if not (code or options.page_support or options.page_size or options.heading_weight):
+            return
+        for chunk_id in code:
+            if chunk_id not in self.relevance:  # neither search found it: the name did
+                self.relevance[chunk_id] = self.fused[chunk_id] = 0.0
+        ids = list(self.relevance)
         rows = self._document_rows(ids)
         docs = {row[0]: row[1] for row in rows}
         sizes = self._page_sizes(sorted(set(docs.values())))
@@ -334,10 +347,12 @@ class _Query:
             support = sum(others[: max(options.page_depth - 1, 0)])
             size = sizes.get(doc_id, 1)
             heading = headings.get(chunk_id, 0.0)
+            named = 1.0 if chunk_id in code else 0.0
             adjust = (
                 options.page_support * support
                 - options.page_size * math.log(max(size, 1))
                 + options.heading_weight * heading
+                + options.code_link_weight * named
             )
             if adjust:
                 self.relevance[chunk_id] = max(0.0, own + adjust)
@@ -346,6 +361,38 @@ class _Query:
                 "page_chunks": size,
                 "heading": round(heading, 6),
             }
+            if named:
+                self.document[chunk_id]["names"] = code[chunk_id]
+
+    def _code_links(self):
+        """``{chunk id: entity name}``: for each code entity the question names by a
+        code-like token (``_CODE_TOKEN``), the chunk its description comes from: the best
+        ranked ``describes`` mention (its home, then a defining sentence), the first in
+        path and text order among equals, as ``refine`` picks it."""
+        from .extraction import normalize
+
+        keys = {normalize(a or b, "code") for a, b in _CODE_TOKEN.findall(self.q)} - {""}
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        out = {}
+        for entity_id, name in self.conn.execute(
+            f"select id, name from entities where norm in ({marks}) and type = 'code' "
+            "and status = 'active' order by id",
+            sorted(keys),
+        ).fetchall():
+            row = self.conn.execute(
+                "select m.chunk_id from mentions m join chunks c on c.id = m.chunk_id "
+                "join docs d on d.id = m.doc_id where m.entity_id = ? "
+                "and m.meta like '%\"describes\"%' "
+                "and json_extract(m.meta, '$.describes[0]') is not null "
+                "order by json_extract(m.meta, '$.describes[0]') desc, d.path, c.seq, m.span_start "
+                "limit 1",
+                [entity_id],
+            ).fetchone()
+            if row:
+                out.setdefault(row[0], name)
+        return out
 
     def _document_rows(self, ids):
         """``[(chunk id, doc id, chunk hash, chunk section, document title)]``."""
@@ -833,6 +880,8 @@ class _Query:
             parts.append(f"its title and headings hold {document['heading']:.0%} of the question")
         if document and document["page_support"]:
             parts.append(f"its page's other matches ({document['page_support']:.2f})")
+        if document and document.get("names"):
+            parts.append(f"the question names '{document['names']}', which it describes")
         if path:
             seed = path["seed"]
             if path["kind"] == "entity":
@@ -888,6 +937,12 @@ class _Query:
         ]
 
 
+# a code-like token: dotted (``os.path``), snake_case, lowerCamelCase (``getLogger``, not
+# "pH", "mRNA", "iPhone", "macOS"), a call ``name()`` or anything in backticks;
+# UpperCamelCase is left out: "PyPI", "GitHub" are names too
+_CODE_TOKEN = re.compile(
+    r"`([^`\s]+)`|\b([A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+|[a-z]{2,}[A-Z][a-z]\w*|\w+(?=\(\)))"
+)
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+)$", re.MULTILINE)  # a Markdown heading line
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 

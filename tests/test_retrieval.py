@@ -661,3 +661,61 @@ def test_single_chunk_documents_without_matching_titles_keep_their_fused_relevan
         assert chunk["signals"]["relevance"] == chunk["signals"]["fused"]
     off = RetrievalOptions(k=6, page_support=0, page_size=0, heading_weight=0)
     assert ids(hybrid_query(db, QUESTION, off)) == ids(result)
+
+
+def test_code_like_tokens():
+    from llm_graphrag.retrieval import _CODE_TOKEN
+
+    text = (
+        "Should I call Py_DECREF, os.path.join, getLogger or len() on `QuerySet` here, "
+        "e.g. in Python 3.11 as PyPI says?"
+    )
+    assert [a or b for a, b in _CODE_TOKEN.findall(text)] == [
+        "Py_DECREF", "os.path.join", "getLogger", "len", "QuerySet"
+    ]
+
+
+def test_a_code_entity_the_question_names_brings_its_describing_chunk(pages_db):
+    # json.loads: described at home in a chunk of the json page that shares no word with
+    # the question (neither search keeps it in its first 3), mentioned in a changelog
+    # chunk with a weaker description
+    db = pages_db
+    text = "Deserialize s to a Python object."
+    with db.atomic():
+        db["chunks"].insert({"id": 16, "doc_id": 1, "seq": 2, "content": text, "section": "Basic Usage"})
+        write_embeddings(db, "chunks", [16], embedder_for(db).encode([text]), [text])
+        db["entities"].insert(
+            {"id": 1, "type": "code", "name": "json.loads", "norm": "jsonloads", "popularity": 2}
+        )
+        for chunk_id, doc_id, rank in ((16, 1, 6), (3, 2, 1)):
+            db["mentions"].insert({
+                "entity_id": 1, "doc_id": doc_id, "chunk_id": chunk_id, "surface": "json.loads",
+                "meta": json.dumps({"describes": [rank, 0, 10]}),
+            })
+        # the same name as a concept: no code entity, no link
+        db["entities"].insert(
+            {"id": 2, "type": "concept", "name": "decode text", "norm": "decodetext", "popularity": 1}
+        )
+    question = "What does json.loads do with JSON text?"
+    small = {"fts_candidates": 3, "vector_candidates": 3, "k": 16, "hops": 0}  # no expansion
+    off = hybrid_query(db, question, RetrievalOptions(code_link_weight=0, **small))
+    assert 16 not in ids(off)
+    found = hybrid_query(db, question, RetrievalOptions(**small))
+    by_id = {c["id"]: c for c in found["chunks"]}
+    named = by_id[16]["signals"]
+    assert named["fused"] == 0.0 and "bm25" not in named and "semantic" not in named
+    assert named["document"]["names"] == "json.loads"
+    document = named["document"]
+    expected = (
+        0.1 * document["page_support"] - 0.05 * np.log(document["page_chunks"])
+        + 0.3 * document["heading"] + 0.3
+    )
+    assert named["relevance"] == pytest.approx(expected, abs=1e-5)
+    assert all("names" not in c["signals"].get("document", {}) for c in found["chunks"] if c["id"] != 16)
+    position = ids(found).index(16)
+    assert "the question names 'json.loads', which it describes" in found["explanations"][position]
+    # the changelog chunk's weaker description (rank 1 against 6) brings nothing
+    assert "names" not in by_id[3]["signals"]["document"]
+    # no code-like token, no link
+    plain = hybrid_query(db, "What does loads do with JSON text?", RetrievalOptions(**small))
+    assert 16 not in ids(plain)
