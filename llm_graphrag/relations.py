@@ -202,6 +202,9 @@ def _makers(group, t_start, masked, s_start):
 # Words before a trigger that make it a noun ("for use by", "direct use of").
 _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|no|any|some|own|every|each|common|typical)\s+$", re.I)
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
+# A modal before a bare "be" says what may, must or will be, not what a thing is: "it will
+# usually be a big hindrance", "the value can be a list" state no kind.
+_MODAL_COPULA = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would)\s+(?:not\s+)?(?:\w+ly\s+|also\s+)?$")
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
 _SUPPORTS = re.compile(r"\bsupport")
@@ -353,7 +356,8 @@ def pattern_relations(chunk, mentions, context):
             ):
                 continue  # "X, a Y and a Z", "either a module, a class, a method": a list, no apposition
             if rel == "is_a" and weight <= 0.6 and (
-                not _copula_ok(masked[t_end : rights[0][0].start])
+                _MODAL_COPULA.search(masked, max(s_start, t_start - 24), t_start) and match.group().startswith("be ")
+                or not _copula_ok(masked[t_end : rights[0][0].start])
                 or _COPULA.match(match.group())
                 and _AFTER_PREPOSITION.search(masked, max(s_start, left.start - 12), left.start)
             ):

@@ -928,3 +928,15 @@ def test_a_verb_after_a_focus_adverb_is_a_verb_and_an_event_of_a_thing_is_its_do
 def test_what_a_publisher_publishes_it_produces():
     found = candidates("The Quill Press publishes several almanacs, including the Tidal Almanac.", relations.pattern_relations)
     assert [c[:3] for c in found if c[1] == "produces"] == [("Quill Press", "produces", "almanacs"), ("Quill Press", "produces", "Tidal Almanac")]
+
+
+def test_a_modal_before_be_states_no_kind():
+    # "will be", "can be": what a thing may, must or will be is no class it belongs to
+    for text in (
+        "The `TideMiddleware` will usually be a big hindrance to testing view functions.",
+        "The tide gauge can be a useful tool for harbour pilots.",
+    ):
+        assert not [c for c in candidates(text, relations.pattern_relations) if c[1] == "is_a"], text
+    # The present tense still does, and so does "to be"
+    found = candidates("The tide gauge is a useful tool for harbour pilots.", relations.pattern_relations)
+    assert ("tide gauge", "is_a", "tool") in [c[:3] for c in found]
