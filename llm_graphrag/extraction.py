@@ -1411,6 +1411,18 @@ def _stock_heading(text, start, end):
     return False
 
 
+_OF_AFTER = re.compile(r"[ \t\n]+of\b")
+
+
+def _action_of(word, text, end):
+    """A verb's -ing form followed by "of" and its object ("tracking of bug reports",
+    "sharing of setup code") names the action done to that object, not a thing of its own."""
+    return (
+        word.endswith("ing") and len(word) > 5 and word not in _ING_NOUNS
+        and (word in VERB_FORMS or word in AMBIGUOUS_FORMS) and _OF_AFTER.match(text, end) is not None
+    )
+
+
 def _emit(run, mentions, text):
     if not run:
         return
@@ -1439,6 +1451,8 @@ def _emit(run, mentions, text):
     if len(words) == 1 and head in CODE_KIND_NOUNS and text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``"):
         return  # "the `user` attribute", "the ``HttpRequest`` object"
     if len(words) == 1 and (head in GENERIC_NOUNS or head_lemma in GENERIC_NOUNS or len(head) < 3):
+        return
+    if len(words) == 1 and _action_of(head, text, run[-1][1]):
         return
     start, end = run[0][0], run[-1][1]
     if all(w in HEADING_STOPLIST for w in words) and _stock_heading(text, start, end):
@@ -2173,6 +2187,10 @@ def subject_mention(title):
         return None
     if len(words) == 1 and head.lower().endswith("ing") and head.isalpha() and head.lower() not in _ING_NOUNS:
         return None  # "Caching": an activity the page explains, not a thing
+    if re.search(r"\w['’]s\b", head):
+        return None  # "Django’s cache framework": a thing of a name, said in a phrase, no name
+    if len(words) == 1 and head[:1].isupper() and head[1:].islower() and _plural(head.lower()):
+        return None  # "Settings", "Models": a page of such things, not one of them
     if len(words) == 1 and head.islower() and re.fullmatch(r"[\w.]+", head):
         return Mention(head, "code", None, None, 0.8, {"inTitle": True}, extractor="title")
     if head.lower() in HEADING_STOPLIST or all(w.lower() in STOPWORDS or w.lower() in HEADING_STOPLIST for w in words):

@@ -350,6 +350,16 @@ def test_subject_mention():
     assert subject_mention("") is None
 
 
+def test_a_plural_or_possessive_title_names_no_subject():
+    # A page titled with a plural common noun lists such things; a possessive is a phrase.
+    assert subject_mention("Settings") is None
+    assert subject_mention("Django’s cache framework") is None
+    assert subject_mention("Harbor's relay") is None
+    assert subject_mention("Relay").name == "Relay"
+    assert subject_mention("Kyoto").name == "Kyoto"
+    assert subject_mention("Harbor relays").name == "Harbor relays"
+
+
 
 
 
@@ -1086,6 +1096,19 @@ def test_a_gerund_with_an_object_is_a_verb_but_an_opening_one_names_an_activity(
         ("incoming request", "concept"), ("request", "concept"),
         ("Damming", "concept"), ("river", "concept"), ("lake", "concept"),
     ]
+
+
+def test_a_gerund_before_of_names_an_action_not_a_thing():
+    found = names(mentions_of(
+        "Development and tracking of buoy reports happen at the harbor. It allows sharing of setup code. "
+        "Flooding covers the fields. The painting of the harbor hangs there.",
+        extractors=(extraction.concept_mentions,),
+    ))
+    assert not any(name.lower() in ("tracking", "sharing") for name, _ in found)
+    assert ("buoy reports", "concept") in found and ("setup code", "concept") in found
+    # A gerund before no "of", and an -ing noun of the lexicon, stay things.
+    assert ("Flooding", "concept") in found or ("flooding", "concept") in found
+    assert ("painting", "concept") in found
 
 
 def test_a_plural_gerund_noun_meets_its_singular():
