@@ -38,7 +38,6 @@ from .linking import GENERIC_TYPES, Linker, entity_text, type_order
 from .refine import (
     COOCCURRENCE_MIN_SENTENCES,
     RELEASED_SETTING,
-    evidence_trigger_off,
     generic_norms,
     no_longer_generic,
     refine_graph,
@@ -672,15 +671,14 @@ def _flush(db, batch, linker, embedder, known):
 
     A batch that deletes nothing (no document in it was extracted before) is written with
     foreign-key enforcement off, and its parents are checked once before it commits:
-    checking every row's cost a twentieth of this process's work. One that does is
-    written without ``relation_evidence_removed``: ``_write`` counts down by hand.
+    checking every row's cost a twentieth of this process's work.
     """
     relation_ids, touched = [], set()
     if batch.documents:
         inserts_only = not any(prepared.extracted_before for prepared in batch.documents)
         first_new_relation = known.next_id
         with foreign_keys_off(db) if inserts_only else contextlib.nullcontext():
-            with db.atomic(), contextlib.nullcontext() if inserts_only else evidence_trigger_off(db):
+            with db.atomic():
                 # Counted here only while the trigger is out: another run may have put it back.
                 counting = not has_trigger(db, EVIDENCE_TRIGGER)
                 for prepared in batch.documents:
@@ -1229,9 +1227,8 @@ def _now():
 
 
 def _write(db, prepared, encode, known, counting=False):
-    """Store one prepared document: call inside a transaction (``_flush``'s, which leaves
-    ``relation_evidence_removed`` out when a document was extracted before). Returns its
-    relation ids, and the keys of every pair it gave evidence for (relations and held pairs).
+    """Store one prepared document: call inside a transaction. Returns its relation ids,
+    and the keys of every pair it gave evidence for (relations and held pairs).
 
     ``encode(texts)`` embeds the facts of relations that lost all their evidence in this
     very transaction (the document was extracted before), which preparing could not know.
@@ -1246,19 +1243,14 @@ def _write(db, prepared, encode, known, counting=False):
     touched = keys  # every pair given evidence, made a relation or held (``_too_weak``)
     conn = db.conn
     old_relations = []
-    emptied = {}  # key -> id of a relation only the earlier extraction gave evidence for
     if p.extracted_before:
         # Previous extraction of this document: its mentions and evidence go (through the
-        # indexed chunk_id: evidence of chunks replaced since has gone with them). Counted
-        # down here, as ``relation_evidence_removed`` would; a relation left with none goes
-        # unless the document states it again: then it keeps its row (``_emptied_relations``).
+        # indexed chunk_id: evidence of chunks replaced since has gone with them).
         in_doc = "chunk_id in (select id from chunks where doc_id = ?)"
-        taken = conn.execute(
-            f"select relation_id, count(*) from relation_evidence where {in_doc} group by relation_id", [doc_id]
-        ).fetchall()
-        old_relations = [r for r, _ in taken]
+        old_relations = [
+            r for (r,) in conn.execute(f"select distinct relation_id from relation_evidence where {in_doc}", [doc_id])
+        ]
         conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
-        emptied = _emptied_relations(conn, taken)
         conn.execute("delete from held_evidence where doc_id = ?", [doc_id])
         conn.execute("delete from dropped_heads where doc_id = ?", [doc_id])
         conn.execute("delete from dropped_words where doc_id = ?", [doc_id])
@@ -1305,8 +1297,6 @@ def _write(db, prepared, encode, known, counting=False):
     # Upsert in bulk: existing relations gain weight, new ones are inserted in key order
     # (so they get the ids one upsert per key would have given them).
     existing = known.stored(conn, keys)
-    for key in emptied.keys() & existing.keys():
-        del existing[key]
     weights = {key: round(sum(c for c, _ in relations[key]["evidence"].values()), 4) for key in keys}
     evidence = {key: len(relations[key]["evidence"]) if counting else 0 for key in keys}
     conn.executemany(
@@ -1338,32 +1328,16 @@ def _write(db, prepared, encode, known, counting=False):
         weak_keys = set(weak)
         keys = [key for key in keys if key not in weak_keys]
         held = [row for row in held if row[1] not in weak_keys]
-    # A relation the earlier extraction alone gave evidence for, stated again, is written
-    # as a new one would be, in its own row; those no longer stated (or held) go.
-    kept = {key: emptied.pop(key) for key in keys if key in emptied and key not in existing}
-    fresh = {key: kept[key] if key in kept else known.add(key) for key in keys if key not in existing}
-    known.ids.update(kept)
-    _delete_emptied(conn, sorted(emptied.values()))
-    values = {
-        key: (weights[key], relations[key]["confidence"], relations[key]["fact"], relations[key]["chunk_id"], evidence[key])
-        for key in fresh
-    }
+    fresh = {key: known.add(key) for key in keys if key not in existing}
     conn.executemany(
         "insert into relations (id, src_id, dst_id, rel, weight, confidence, fact, chunk_id, evidence_count) "
         "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(relation_id, *key, *values[key]) for key, relation_id in fresh.items() if key not in kept],
+        [
+            (relation_id, key[0], key[1], key[2], weights[key], relations[key]["confidence"], relations[key]["fact"],
+             relations[key]["chunk_id"], evidence[key])
+            for key, relation_id in fresh.items()
+        ],
     )
-    if kept:
-        conn.executemany(
-            "update relations set weight = ?, confidence = ?, fact = ?, chunk_id = ?, evidence_count = ?, "
-            "meta = null where id = ?",
-            [(*values[key], relation_id) for key, relation_id in kept.items()],
-        )
-        # A fact not embedded (``embeddable``) has no vector, as a new relation would not.
-        conn.executemany(
-            "delete from embeddings where collection_id = (select id from collections where name = 'facts') and id = ?",
-            [(str(relation_id),) for key, relation_id in kept.items() if key not in p.embeddable],
-        )
     existing.update((key, (relation_id, 0)) for key, relation_id in fresh.items())
     if held:
         conn.executemany("delete from held_evidence where rowid = ?", [(row[0],) for row in held])
@@ -1408,32 +1382,6 @@ def _too_weak(key, entry, held):
     evidence is held at once, not made a relation to be held. A later document's evidence
     for the pair finds it there, as it finds what refinement held."""
     return key[2] in HELD_RELATIONS and len(entry["evidence"]) + len(held) < COOCCURRENCE_MIN_SENTENCES
-
-
-def _emptied_relations(conn, taken):
-    """Count down the relations ``taken`` (``[(id, evidence rows taken)]``) lost evidence
-    of; returns ``{key: id}`` of those left with none, which ``relation_evidence_removed``
-    would have deleted (``_write`` keeps those the document states again)."""
-    conn.executemany("update relations set evidence_count = evidence_count - ? where id = ?", [(n, r) for r, n in taken])
-    emptied = {}
-    for start in range(0, len(taken), 512):
-        batch = _padded([r for r, _ in taken[start : start + 512]])
-        for relation_id, src_id, dst_id, rel in conn.execute(
-            f"select id, src_id, dst_id, rel from relations where id in ({', '.join('?' for _ in batch)}) "
-            "and evidence_count <= 0",
-            batch,
-        ):
-            emptied[(src_id, dst_id, rel)] = relation_id
-    return emptied
-
-
-def _delete_emptied(conn, relation_ids):
-    """Delete relations with what evidence they have left (as deleting a relation cascades)."""
-    for start in range(0, len(relation_ids), 512):
-        batch = _padded(relation_ids[start : start + 512])
-        marks = ", ".join("?" for _ in batch)
-        conn.execute(f"delete from relation_evidence where relation_id in ({marks})", batch)
-        conn.execute(f"delete from relations where id in ({marks})", batch)
 
 
 class _KnownRelations:

@@ -593,21 +593,15 @@ def _delete_relations(db, ids):
 EVIDENCE_REMOVED_TRIGGER = "relation_evidence_removed"
 
 
+@contextlib.contextmanager
 def _evidence_trigger_off(db, ids):
     """Delete relations with all their evidence without ``relation_evidence_removed``
     (call inside a transaction, which puts it back before it commits): it counts down
     and deletes, one evidence row at a time, relations deleted whole anyway. That was
     most of the time refinement took to drop 110,000 weak co-occurrence edges."""
-    return evidence_trigger_off(db) if ids else contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def evidence_trigger_off(db):
-    """Leave ``relation_evidence_removed`` out for what runs inside (a transaction, which
-    gets it back before it commits): what deletes evidence there counts down itself."""
     row = db.conn.execute(
         "select sql from sqlite_master where type = 'trigger' and name = ?", [EVIDENCE_REMOVED_TRIGGER]
-    ).fetchone()
+    ).fetchone() if ids else None
     if row is None:
         yield
         return
