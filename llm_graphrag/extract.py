@@ -1243,6 +1243,7 @@ def _write(db, prepared, encode, known, counting=False):
     touched = keys  # every pair given evidence, made a relation or held (``_too_weak``)
     conn = db.conn
     old_relations = []
+    old_mentions = old_held = ()
     if p.extracted_before:
         # Previous extraction of this document: its mentions and evidence go (through the
         # indexed chunk_id: evidence of chunks replaced since has gone with them).
@@ -1251,10 +1252,12 @@ def _write(db, prepared, encode, known, counting=False):
             r for (r,) in conn.execute(f"select distinct relation_id from relation_evidence where {in_doc}", [doc_id])
         ]
         conn.execute(f"delete from relation_evidence where {in_doc}", [doc_id])
-        conn.execute("delete from held_evidence where doc_id = ?", [doc_id])
+        # Its held evidence too, compared below with what it holds now (``_changed_held``).
+        old_held = conn.execute(f"select rowid, {HELD_COLUMNS} from held_evidence where doc_id = ?", [doc_id]).fetchall()
         conn.execute("delete from dropped_heads where doc_id = ?", [doc_id])
         conn.execute("delete from dropped_words where doc_id = ?", [doc_id])
-        conn.execute("delete from mentions where doc_id = ?", [doc_id])
+        # Its mentions are compared with the new ones below: most are the same rows.
+        old_mentions = conn.execute(f"select id, {MENTION_COLUMNS} from mentions where doc_id = ?", [doc_id]).fetchall()
     conn.executemany(
         "insert or ignore into dropped_words (doc_id, norm) values (?, ?)", [(doc_id, n) for n in extracted.left_out]
     )
@@ -1288,9 +1291,8 @@ def _write(db, prepared, encode, known, counting=False):
         if left is not None and left[0] <= 0:
             conn.execute("delete from entities where id = ?", [entity_id])
     conn.executemany(
-        "insert into mentions (entity_id, doc_id, chunk_id, span_start, span_end, surface, type, "
-        "score, link_score, features, snippet, meta) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _mention_rows(p),
+        f"insert into mentions ({MENTION_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _changed_mentions(conn, old_mentions, _mention_rows(p)),
     )
     if p.reembed:
         write_embeddings(db, "entities", [e.id for e in p.reembed], p.entity_vectors.result(), [entity_text(e) for e in p.reembed])
@@ -1308,6 +1310,9 @@ def _write(db, prepared, encode, known, counting=False):
     # unless the two together are still too few sentences for one (``_too_weak``): then
     # the new evidence is held too, as the refinement would hold the relation made of it.
     held = _held_rows(conn, [key for key in keys if key not in existing and key[2] in HELD_RELATIONS])
+    if old_held:  # the earlier extraction's held evidence is not there for it any more
+        taken_back = {row[0] for row in old_held}
+        held = [row for row in held if row[0] not in taken_back]
     held_by_key = {}
     for row in held:
         held_by_key.setdefault(row[1], []).append(row)
@@ -1315,16 +1320,15 @@ def _write(db, prepared, encode, known, counting=False):
         key for key in keys
         if key not in existing and known.hold_weak and _too_weak(key, relations[key], held_by_key.get(key, ()))
     ]
+    conn.executemany(
+        f"insert into held_evidence ({HELD_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?)",
+        _changed_held(conn, old_held, [
+            (*key, chunk_id, doc_id, sentence, confidence, extractor)
+            for key in weak
+            for (chunk_id, sentence), (confidence, extractor) in sorted(relations[key]["evidence"].items())
+        ]),
+    )
     if weak:
-        conn.executemany(
-            "insert into held_evidence (src_id, dst_id, rel, chunk_id, doc_id, sentence, confidence, extractor) "
-            "values (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (*key, chunk_id, doc_id, sentence, confidence, extractor)
-                for key in weak
-                for (chunk_id, sentence), (confidence, extractor) in sorted(relations[key]["evidence"].items())
-            ],
-        )
         weak_keys = set(weak)
         keys = [key for key in keys if key not in weak_keys]
         held = [row for row in held if row[1] not in weak_keys]
@@ -1522,6 +1526,43 @@ def _mention_record(m, chunk_index, antecedent):
         bool(features.get("coref")),
         bool(features.get("inHeading")),
     )
+
+
+MENTION_COLUMNS = "entity_id, doc_id, chunk_id, span_start, span_end, surface, type, score, link_score, features, snippet, meta"
+
+
+def _changed_mentions(conn, old, rows):
+    """Of a document's new mention ``rows``, those to insert: the ``old`` ones (``(id,
+    *row)``, its earlier extraction's) that no new row repeats are deleted, and the rest
+    stay as they are. Linking a document again changes a few of its mentions: deleting
+    and inserting every row was most of what writing it cost."""
+    return _changed_rows(conn, "mentions", "id", old, rows)
+
+
+HELD_COLUMNS = "src_id, dst_id, rel, chunk_id, doc_id, sentence, confidence, extractor"
+
+
+def _changed_held(conn, old, rows):
+    """Of a document's new ``held_evidence`` rows, those to insert; the ``old`` ones
+    (``(rowid, *row)``) no new row repeats are deleted (see ``_changed_mentions``)."""
+    return _changed_rows(conn, "held_evidence", "rowid", old, rows)
+
+
+def _changed_rows(conn, table, key, old, rows):
+    if not old:
+        return rows
+    stored = {}
+    for row_id, *row in old:
+        stored.setdefault(tuple(row), []).append(row_id)
+    new = []
+    for row in rows:
+        same = stored.get(row)
+        if same:
+            same.pop()
+        else:
+            new.append(row)
+    conn.executemany(f"delete from {table} where {key} = ?", [(i,) for ids in stored.values() for i in ids])
+    return new
 
 
 def _mention_rows(prepared):

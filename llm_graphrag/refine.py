@@ -94,8 +94,10 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None):
     try:
         result = {"generic_entities": drop_generic_entities(db)}
         mode = getattr(settings, "cooccurrence", "significant")
-        result["cooccurrence_dropped"] = score_cooccurrence(db, drop=mode == "significant")
-        result["cooccurrence_rescored"] = rescore_cooccurrence(db, drop=mode == "significant")
+        # Both count the corpus's sentences, which nothing between them changes: once.
+        total = sentence_count(db)
+        result["cooccurrence_dropped"] = score_cooccurrence(db, drop=mode == "significant", total=total)
+        result["cooccurrence_rescored"] = rescore_cooccurrence(db, drop=mode == "significant", total=total)
         result["stated_facts"] = stated_facts(db, embed_related=getattr(settings, "embed_related_facts", False))
         if naming_ids is not None:
             db.conn.execute("drop table if exists temp.naming_scope")
@@ -347,16 +349,17 @@ def sentence_count(db):
     ).fetchone()[0]
 
 
-def score_cooccurrence(db, drop=True):
+def score_cooccurrence(db, drop=True, total=None):
     """Score every ``related_to`` edge by G² over sentences; drop those below
     ``COOCCURRENCE_MIN_LLR`` or seen in fewer than ``COOCCURRENCE_MIN_SENTENCES`` sentences
     (when ``drop``). Returns how many were dropped.
 
     Co-occurrence edges join mentions of one sentence, so sentences are the units: a pair
     is counted in the sentences its evidence holds, an entity in the sentences it is
-    mentioned in (its mentions), out of all the corpus's sentences.
+    mentioned in (its mentions), out of all the corpus's sentences (``total``: counted here
+    unless given, see ``sentence_count``).
     """
-    total = sentence_count(db)
+    total = sentence_count(db) if total is None else total
     if not total:
         return 0
     edges = db.execute(
@@ -405,7 +408,7 @@ def score_cooccurrence(db, drop=True):
     return _hold_relations(db, weak) if drop else 0
 
 
-def rescore_cooccurrence(db, drop=True):
+def rescore_cooccurrence(db, drop=True, total=None):
     """Score again the ``related_to`` edges outside the scope, and the evidence held back
     (``held_evidence``) from any, with the corpus's counts as they are now: a document
     added or removed anywhere changes how many sentences there are, so a pair may pass or
@@ -413,10 +416,11 @@ def rescore_cooccurrence(db, drop=True):
     pairs that pass become relations again (their entities join the scope, so that
     ``relation_values`` weighs them), and every edge's ``meta`` carries the score a whole
     run would give it. Counts come from the stored columns (``entities.popularity``,
-    ``relations.evidence_count``), so this reads no mention. Returns how many changed."""
+    ``relations.evidence_count``), so this reads no mention. Returns how many changed.
+    ``total``: the corpus's sentences, counted here unless given (``sentence_count``)."""
     from .schema import get_setting, set_setting
 
-    total = sentence_count(db)
+    total = sentence_count(db) if total is None else total
     if not total:
         return 0
     # Outside the scope only the number of sentences can have changed (the entities whose

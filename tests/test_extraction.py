@@ -1393,3 +1393,39 @@ def test_weak_cooccurrence_is_held_when_written_with_the_graph_unchanged(tmp_pat
     # Only pairs with two sentences between the documents were made relations.
     logged = lambda db: db.execute("select count(*) from related_log").fetchone()[0]  # noqa: E731
     assert logged(held_at_once) < logged(made_first)
+
+
+def test_a_document_linked_again_keeps_its_unchanged_mention_and_held_rows(tmp_path, monkeypatch):
+    """A document extracted again (``extract._again_rounds``) keeps the mention and held
+    evidence rows that its new extraction repeats, and writes only the others
+    (``extract._changed_rows``): the graph is the one deleting and inserting every row gives,
+    ids aside."""
+    from llm_graphrag import extract
+    from test_watch import snapshot
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    kept, real = [], extract._changed_rows
+
+    def counting(conn, table, key, old, rows):
+        new = real(conn, table, key, old, rows)
+        kept.append((table, len(rows) - len(new)))
+        return new
+
+    monkeypatch.setattr(extract, "_changed_rows", counting)
+    diffed = _sample_db(tmp_path / "a" / "graphrag.db")
+    extract_and_link(diffed, workers=0)
+    assert {table for table, n in kept if n} == {"mentions", "held_evidence"}
+
+    def rewrite_all(conn, table, key, old, rows):
+        conn.executemany(f"delete from {table} where {key} = ?", [(row[0],) for row in old])
+        return rows
+
+    monkeypatch.setattr(extract, "_changed_rows", rewrite_all)
+    rewritten = _sample_db(tmp_path / "b" / "graphrag.db")
+    extract_and_link(rewritten, workers=0)
+    assert _held(diffed) and _held(diffed) == _held(rewritten)
+    assert snapshot(diffed) == snapshot(rewritten)
+    # fewer rows written: the kept ones have the ids they had
+    last = lambda db: db.execute("select max(id) from mentions").fetchone()[0]  # noqa: E731
+    assert last(diffed) < last(rewritten)
