@@ -65,7 +65,9 @@ def collect(name, split, data, eval_dir):
         raise SystemExit("held-out splits are not read here")
     db = open_database(str(database))
     picked, keys = questions(file, split, db)
-    options = retrieval.RetrievalOptions(rescore={name: 0.0 for name in FEATURES})
+    options = retrieval.RetrievalOptions(
+        rescore={name: 0.0 for name in FEATURES}, rescore_depth=None
+    )
     out = []
     for _, q, gold in picked:
         state = retrieval._Query(db.conn, q, options)

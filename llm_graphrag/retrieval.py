@@ -393,6 +393,7 @@ class _Query:
         headings = (
             self._heading_shares(rows) if options.heading_weight or learned is not None else {}
         )
+        evidence = {}
         for chunk_id, doc_id in docs.items():
             own = self.relevance[chunk_id]
             others = list(by_page[doc_id])
@@ -416,22 +417,23 @@ class _Query:
             )
             if adjust:
                 self.relevance[chunk_id] = max(0.0, own + adjust)
-            if learned is not None:
-                values = self._rescore_features(chunk_id, support, size, heading, named)
-                self.features[chunk_id] = values
-                parts = {name: learned[name] * values[name] for name in RESCORE_FEATURES}
-                parts = {"fused": round(own, 6), **{n: round(p, 6) for n, p in parts.items() if p}}
-                parts["score"] = round(sum(parts.values()), 6)
-                self.learned[chunk_id] = parts
+            evidence[chunk_id] = (support, size, heading, named)
         if learned is not None:
-            self._rescore_places()
+            self._rescore_places(learned, evidence)
 
-    def _rescore_places(self):
+    def _rescore_places(self, learned, evidence):
         """The learned score orders the first ``rescore_depth`` chunks (all when None);
         each takes the relevance of the place it gets, so the places below and the
         graph's gains keep the scale they were set on."""
         ranked = sorted(self.relevance, key=lambda c: (-self.relevance[c], c))
         top = ranked[: self.options.rescore_depth]
+        for chunk_id in top:
+            values = self._rescore_features(chunk_id, *evidence.get(chunk_id, (0.0, 1, 0.0, 0.0)))
+            self.features[chunk_id] = values
+            parts = {name: learned[name] * values[name] for name in RESCORE_FEATURES}
+            parts = {"fused": round(self.fused[chunk_id], 6), **{n: round(p, 6) for n, p in parts.items() if p}}
+            parts["score"] = round(sum(parts.values()), 6)
+            self.learned[chunk_id] = parts
         values = [self.relevance[c] for c in top]
         top.sort(key=lambda c: (-self.learned[c]["score"], c))
         self.relevance.update(zip(top, values))

@@ -657,7 +657,10 @@ def test_learned_rescore_orders_the_first_places_and_shows_its_parts(pages_db):
     hand = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, rescore=False))
     assert all("learned" not in c["signals"] for c in hand["chunks"])
     learned = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15))
-    for chunk in learned["chunks"]:
+    # the first rescore_depth fused chunks show the learned score's parts, no other
+    with_parts = [c for c in learned["chunks"] if "learned" in c["signals"]]
+    assert len(with_parts) == RetrievalOptions().rescore_depth == 10
+    for chunk in with_parts:
         parts = chunk["signals"]["learned"]
         # the score is the fused relevance plus weight x feature, each part shown
         assert set(parts) - {"fused", "score"} <= set(RESCORE_FEATURES)
