@@ -18,8 +18,8 @@ fitted weights: the check splits print aggregate figures only.
 ``--data`` (``docs.db``, ``django.db``, ``qasc.db``, ``multirc.db``, built as for ``llm
 graphrag eval``); never a held-out split. By default the document features keep their
 hand-set weights (``HAND``, the ``RetrievalOptions`` defaults) and only the two lists'
-features are learned: with every weight free, the page support weighs more and one page's
-chunks fill the first ten places (Django dev R@5 any 0.900 -> 0.875).
+features are learned: with every weight free, the page support weighs more and, over every
+place, a page's chunks fill the first ten (Django dev R@5 any 0.900 -> 0.875; README).
 """
 
 import argparse
