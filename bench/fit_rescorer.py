@@ -154,14 +154,17 @@ def write(weights):
     path = ROOT / "llm_graphrag" / "retrieval.py"
     text = path.read_text(encoding="utf-8")
     body = "".join(f'    "{f}": {weights[f]:.4f},\n' for f in FEATURES)
-    text = re.sub(r"RESCORE_WEIGHTS = \{.*?\}\n", "RESCORE_WEIGHTS = {\n" + body + "}\n", text, 1, re.S)
+    pattern = r"RESCORE_WEIGHTS = \{.*?\}\n"
+    text = re.sub(pattern, "RESCORE_WEIGHTS = {\n" + body + "}\n", text, count=1, flags=re.S)
     path.write_text(text, encoding="utf-8")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True, help="folder of the four databases")
-    parser.add_argument("--eval", default=str(EVAL), help="folder of qasc-dev.json, multirc-dev.json")
+    parser.add_argument(
+        "--eval", default=str(EVAL), help="folder of qasc-dev.json, multirc-dev.json"
+    )
     parser.add_argument("--l2", type=float, default=0.01)
     parser.add_argument("--write", action="store_true")
     parser.add_argument(
@@ -199,7 +202,8 @@ def main(argv=None):
             if names is None:
                 names = list(table)
                 print("| set | split | weights | " + " | ".join(names) + " |")
-            print(f"| {key[0]} | {key[1]} | {label} | " + " | ".join(f"{table[n]:.3f}" for n in names) + " |")
+            cells = " | ".join(f"{table[n]:.3f}" for n in names)
+            print(f"| {key[0]} | {key[1]} | {label} | {cells} |")
     if args.write:
         write(weights)
 

@@ -428,10 +428,13 @@ class _Query:
         ranked = sorted(self.relevance, key=lambda c: (-self.relevance[c], c))
         top = ranked[: self.options.rescore_depth]
         for chunk_id in top:
-            values = self._rescore_features(chunk_id, *evidence.get(chunk_id, (0.0, 1, 0.0, 0.0)))
+            found = evidence.get(chunk_id, (0.0, 1, 0.0, 0.0))
+            values = self._rescore_features(chunk_id, *found)
             self.features[chunk_id] = values
-            parts = {name: learned[name] * values[name] for name in RESCORE_FEATURES}
-            parts = {"fused": round(self.fused[chunk_id], 6), **{n: round(p, 6) for n, p in parts.items() if p}}
+            parts = {"fused": round(self.fused[chunk_id], 6)}
+            for name in RESCORE_FEATURES:
+                if learned[name] * values[name]:
+                    parts[name] = round(learned[name] * values[name], 6)
             parts["score"] = round(sum(parts.values()), 6)
             self.learned[chunk_id] = parts
         values = [self.relevance[c] for c in top]

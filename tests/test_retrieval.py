@@ -645,7 +645,8 @@ def test_document_evidence_only_in_graph_mode_and_off_when_zero(pages_db):
     # each one alone moves the relevance its own way
     for name, sign in (("page_support", 1), ("page_size", -1), ("heading_weight", 1)):
         alone = {"page_support": 0, "page_size": 0, "heading_weight": 0, name: 0.2}
-        found = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, rescore=False, **alone))
+        options = RetrievalOptions(k=15, rescore=False, **alone)
+        found = hybrid_query(pages_db, QUESTION_JSON, options)
         changed = {c["id"]: c["relevance"] - relevance[c["id"]] for c in found["chunks"]}
         assert any(abs(delta) > 1e-6 for delta in changed.values()), name
         assert all(sign * delta >= -1e-9 for delta in changed.values()), name
@@ -692,7 +693,8 @@ def test_learned_rescore_orders_the_first_places_and_shows_its_parts(pages_db):
         "chunks"
     ][0]["id"] == bm25_first
     # rescore_depth 1: the first place keeps the hand-set ranking's chunk
-    one = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, rescore=heavy, rescore_depth=1))
+    options = RetrievalOptions(k=15, rescore=heavy, rescore_depth=1)
+    one = hybrid_query(pages_db, QUESTION_JSON, options)
     assert one["chunks"][0]["id"] == hand["chunks"][0]["id"]
 
 
