@@ -23,7 +23,12 @@
   (``_document_evidence``): its page's other fused chunks (``page_support``), the page's
   length (``page_size``) and the question's words in its title and headings
   (``heading_weight``); nothing changes when every document is one chunk with a title
-  that holds no question word.
+  that holds no question word. Then a learned linear re-scorer (``rescore``,
+  ``RESCORE_WEIGHTS`` over ``RESCORE_FEATURES``, fitted by ``bench/fit_rescorer.py``)
+  orders the first ``rescore_depth`` fused chunks: the fused relevance plus each list's
+  rank, BM25 score and cosine gap to the list's best and the document evidence, each
+  times its weight; each chunk takes the relevance of the place it gets
+  (``signals.learned`` lists the parts).
 
 Scoring follows seed 004 §14 with weights from config (``weights`` in the
 ``retrieval`` setting, or ``RetrievalOptions.weights``): a chunk's score is
@@ -60,6 +65,32 @@ DEFAULT_WEIGHTS = {"semantic": 1.0, "graph": 0.5}
 HOP_SCORES = {0: 1.0, 1: 0.7, 2: 0.4, 3: 0.2}
 REL_WEIGHTS = {"defines": 1.0, "uses": 0.9, "depends_on": 0.8, "cites": 0.5}
 DEFAULT_REL_WEIGHT = 0.6
+
+# The learned re-scorer of the fused chunks (``RetrievalOptions.rescore``): a feature's
+# weight is added, times the feature, to the fused relevance. Fitted by
+# ``python bench/fit_rescorer.py`` (listwise, on the dev-even halves and Django dev).
+RESCORE_FEATURES = (
+    "keyword",
+    "vector",
+    "both",
+    "bm25",
+    "cosine",
+    "page_support",
+    "page_size",
+    "heading",
+    "code",
+)
+RESCORE_WEIGHTS = {
+    "keyword": -0.3377,
+    "vector": -0.0729,
+    "both": 0.0620,
+    "bm25": 0.3705,
+    "cosine": 0.1977,
+    "page_support": 0.1000,
+    "page_size": -0.0500,
+    "heading": 0.3000,
+    "code": 0.3000,
+}
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NGRAM = 3
@@ -133,6 +164,13 @@ class RetrievalOptions:
     # in backticks) brings the chunk its description comes from (its definition or home)
     # with code_link_weight, found by a search or not: a name that specific is evidence.
     code_link_weight: float = 0.3
+    # Learned re-scoring (graph mode): the fused chunks' first rescore_depth places (by
+    # relevance with document evidence; None: all) are ordered by a learned score, the
+    # fused relevance plus sum(weight * feature) over RESCORE_FEATURES, and each chunk
+    # takes the relevance its place had (the graph's gains keep their scale). True: the
+    # weights RESCORE_WEIGHTS (bench/fit_rescorer.py); a dict: other weights; False: off.
+    rescore: bool | dict = True
+    rescore_depth: int | None = 10
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -243,6 +281,9 @@ class _Query:
         self.relevance = {}  # chunk id -> fused relevance (graph: with document evidence)
         self.fused = {}  # chunk id -> fused relevance in [0, 1] of the two lists alone
         self.document = {}  # chunk id -> its document evidence (``_document_evidence``)
+        self.learned = {}  # chunk id -> the learned re-scorer's parts (``RESCORE_WEIGHTS``)
+        self.features = {}  # chunk id -> the re-scorer's feature values
+        self._list_best = {}
         self.fusion = {}  # list name -> its weight in this question's fusion
         self.order = []
         self.bridge = {}  # chunk id -> summed bridge contribution
@@ -324,9 +365,19 @@ class _Query:
         options = self.options
         if not self.relevance:
             return
+        learned = self._rescore_weights()
         code = self._code_links() if options.code_link_weight else {}
-        if not (code or options.page_support or options.page_size or options.heading_weight):
+        if learned is None and not (
+            code or options.page_support or options.page_size or options.heading_weight
+        ):
             return
+        if learned is not None:
+            self._list_best = {}
+            if self.bm25:
+                self._list_best["bm25"] = max(score for _, score in self.bm25.values())
+            if self.vector:
+                cosines = [score for _, score in self.vector.values()]
+                self._list_best["vector"] = (max(cosines), min(cosines))
         for chunk_id in code:
             if chunk_id not in self.relevance:  # neither search found it: the name did
                 self.relevance[chunk_id] = self.fused[chunk_id] = 0.0
@@ -339,7 +390,10 @@ class _Query:
             by_page[doc_id].append(self.relevance[chunk_id])
         for values in by_page.values():
             values.sort(reverse=True)
-        headings = self._heading_shares(rows) if options.heading_weight else {}
+        headings = (
+            self._heading_shares(rows) if options.heading_weight or learned is not None else {}
+        )
+        evidence = {}
         for chunk_id, doc_id in docs.items():
             own = self.relevance[chunk_id]
             others = list(by_page[doc_id])
@@ -348,6 +402,13 @@ class _Query:
             size = sizes.get(doc_id, 1)
             heading = headings.get(chunk_id, 0.0)
             named = 1.0 if chunk_id in code else 0.0
+            self.document[chunk_id] = {
+                "page_support": round(support, 6),
+                "page_chunks": size,
+                "heading": round(heading, 6),
+            }
+            if named:
+                self.document[chunk_id]["names"] = code[chunk_id]
             adjust = (
                 options.page_support * support
                 - options.page_size * math.log(max(size, 1))
@@ -356,13 +417,59 @@ class _Query:
             )
             if adjust:
                 self.relevance[chunk_id] = max(0.0, own + adjust)
-            self.document[chunk_id] = {
-                "page_support": round(support, 6),
-                "page_chunks": size,
-                "heading": round(heading, 6),
-            }
-            if named:
-                self.document[chunk_id]["names"] = code[chunk_id]
+            evidence[chunk_id] = (support, size, heading, named)
+        if learned is not None:
+            self._rescore_places(learned, evidence)
+
+    def _rescore_places(self, learned, evidence):
+        """The learned score orders the first ``rescore_depth`` chunks (all when None);
+        each takes the relevance of the place it gets, so the places below and the
+        graph's gains keep the scale they were set on."""
+        ranked = sorted(self.relevance, key=lambda c: (-self.relevance[c], c))
+        top = ranked[: self.options.rescore_depth]
+        for chunk_id in top:
+            found = evidence.get(chunk_id, (0.0, 1, 0.0, 0.0))
+            values = self._rescore_features(chunk_id, *found)
+            self.features[chunk_id] = values
+            parts = {"fused": round(self.fused[chunk_id], 6)}
+            for name in RESCORE_FEATURES:
+                if learned[name] * values[name]:
+                    parts[name] = round(learned[name] * values[name], 6)
+            parts["score"] = round(sum(parts.values()), 6)
+            self.learned[chunk_id] = parts
+        values = [self.relevance[c] for c in top]
+        top.sort(key=lambda c: (-self.learned[c]["score"], c))
+        self.relevance.update(zip(top, values))
+
+    def _rescore_features(self, chunk_id, support, size, heading, named):
+        """The learned re-scorer's features of one fused chunk (``RESCORE_FEATURES``):
+        each list's reciprocal rank scaled to 1 at its first place (0 when absent),
+        whether both lists hold it, its BM25 score over the list's best, its cosine's gap
+        to the list's best (the list's last when absent), then its document evidence."""
+        k = self.options.rrf_k
+        bm25 = self.bm25.get(chunk_id)
+        vector = self.vector.get(chunk_id)
+        best_bm25 = self._list_best.get("bm25", 0.0)
+        best_cos, last_cos = self._list_best.get("vector", (0.0, 0.0))
+        return {
+            "keyword": (k + 1) / (k + bm25[0] + 1) if bm25 else 0.0,
+            "vector": (k + 1) / (k + vector[0] + 1) if vector else 0.0,
+            "both": 1.0 if bm25 and vector else 0.0,
+            "bm25": bm25[1] / best_bm25 if bm25 and best_bm25 > 0 else 0.0,
+            "cosine": (vector[1] if vector else last_cos) - best_cos if self.vector else 0.0,
+            "page_support": support,
+            "page_size": math.log(max(size, 1)),
+            "heading": heading,
+            "code": named,
+        }
+
+    def _rescore_weights(self):
+        """The learned re-scorer's weights (``RetrievalOptions.rescore``), or None when off."""
+        rescore = self.options.rescore
+        if not rescore:
+            return None
+        weights = RESCORE_WEIGHTS if rescore is True else rescore
+        return {name: float(weights.get(name, 0.0)) for name in RESCORE_FEATURES}
 
     def _code_links(self):
         """``{chunk id: entity name}``: for each code entity the question names by a
@@ -831,6 +938,8 @@ class _Query:
         if chunk_id in self.document:
             signals["fused"] = round(self.fused.get(chunk_id, 0.0), 6)
             signals["document"] = self.document[chunk_id]
+        if chunk_id in self.learned:
+            signals["learned"] = self.learned[chunk_id]
         if path:
             signals["graph"] = {
                 "bridge": round(self.bridge[chunk_id], 6),

@@ -535,7 +535,7 @@ def test_pair_coverage_scales_a_candidates_gain_by_what_it_supplies(db):
     # off by default (no coverage signal); on, a candidate's gain is times
     # coverage_base + coverage_slope x its share of the question words its seed lacks
     question = "What can damming a river cause in the region?"
-    options = dict(k=6, seeds=1, keep_top=1, keep_relevance=1.01)
+    options = dict(k=6, seeds=1, keep_top=1, keep_relevance=1.01, rescore=False)
     plain = hybrid_query(db, question, RetrievalOptions(**options))
     assert all("coverage" not in c["signals"].get("graph", {}) for c in plain["chunks"])
     covered = hybrid_query(
@@ -597,7 +597,8 @@ QUESTION_JSON = "How do I decode JSON text?"
 def test_document_evidence_is_in_each_chunks_signals(pages_db):
     from llm_graphrag.retrieval import _Query
 
-    result = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15))
+    # the hand-set weights (the learned re-scorer off: its own test below)
+    result = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, rescore=False))
     state = _Query(pages_db.conn, QUESTION_JSON, RetrievalOptions())
     assert state.words == ["decode", "json", "text"]
     weights = {w: state._word_idf(w) for w in state.words}
@@ -636,7 +637,7 @@ def test_document_evidence_is_in_each_chunks_signals(pages_db):
 def test_document_evidence_only_in_graph_mode_and_off_when_zero(pages_db):
     hybrid = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(mode="hybrid", k=15))
     assert all("document" not in c["signals"] for c in hybrid["chunks"])
-    off = RetrievalOptions(k=15, page_support=0, page_size=0, heading_weight=0)
+    off = RetrievalOptions(k=15, page_support=0, page_size=0, heading_weight=0, rescore=False)
     graph = hybrid_query(pages_db, QUESTION_JSON, off)
     relevance = {c["id"]: c["relevance"] for c in hybrid["chunks"]}
     assert all(c["relevance"] == relevance[c["id"]] for c in graph["chunks"])
@@ -644,10 +645,84 @@ def test_document_evidence_only_in_graph_mode_and_off_when_zero(pages_db):
     # each one alone moves the relevance its own way
     for name, sign in (("page_support", 1), ("page_size", -1), ("heading_weight", 1)):
         alone = {"page_support": 0, "page_size": 0, "heading_weight": 0, name: 0.2}
-        found = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, **alone))
+        options = RetrievalOptions(k=15, rescore=False, **alone)
+        found = hybrid_query(pages_db, QUESTION_JSON, options)
         changed = {c["id"]: c["relevance"] - relevance[c["id"]] for c in found["chunks"]}
         assert any(abs(delta) > 1e-6 for delta in changed.values()), name
         assert all(sign * delta >= -1e-9 for delta in changed.values()), name
+
+
+def test_learned_rescore_orders_the_first_places_and_shows_its_parts(pages_db):
+    from llm_graphrag.retrieval import RESCORE_FEATURES, RESCORE_WEIGHTS
+
+    hand = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, rescore=False))
+    assert all("learned" not in c["signals"] for c in hand["chunks"])
+    learned = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15))
+    # the first rescore_depth fused chunks show the learned score's parts, no other
+    with_parts = [c for c in learned["chunks"] if "learned" in c["signals"]]
+    assert len(with_parts) == RetrievalOptions().rescore_depth == 10
+    for chunk in with_parts:
+        parts = chunk["signals"]["learned"]
+        # the score is the fused relevance plus weight x feature, each part shown
+        assert set(parts) - {"fused", "score"} <= set(RESCORE_FEATURES)
+        assert parts["fused"] == chunk["signals"]["fused"]
+        total = sum(v for name, v in parts.items() if name != "score")
+        assert parts["score"] == pytest.approx(total, abs=1e-5)
+    # the first rescore_depth places: the learned score's order, each with the relevance
+    # the hand-set ranking gave that place; the graph-free places below are unchanged
+    from llm_graphrag.retrieval import _Query
+
+    def fused(**options):
+        state = _Query(pages_db.conn, QUESTION_JSON, RetrievalOptions(**options))
+        state.keyword_search()
+        state.vector_search()
+        state.fuse()
+        return state
+
+    before, after = fused(rescore=False), fused(rescore_depth=4)
+    first = before.order[:4]
+    assert sorted(after.order[:4]) == sorted(first) and after.order[4:] == before.order[4:]
+    assert [after.relevance[c] for c in after.order] == [before.relevance[c] for c in before.order]
+    scores = [after.learned[c]["score"] for c in after.order[:4]]
+    assert scores == sorted(scores, reverse=True)
+    assert after.order[:4] != first  # on this page set the learned order differs
+    # weights given as a dict: a large BM25 weight puts the best BM25 chunk first
+    bm25_first = max(learned["chunks"], key=lambda c: c.get("bm25", -1))["id"]
+    heavy = dict(RESCORE_WEIGHTS, bm25=50.0)
+    assert hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, rescore=heavy))[
+        "chunks"
+    ][0]["id"] == bm25_first
+    # rescore_depth 1: the first place keeps the hand-set ranking's chunk
+    options = RetrievalOptions(k=15, rescore=heavy, rescore_depth=1)
+    one = hybrid_query(pages_db, QUESTION_JSON, options)
+    assert one["chunks"][0]["id"] == hand["chunks"][0]["id"]
+
+
+def test_fit_rescorer_learns_the_sign_of_a_feature_that_marks_the_gold():
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
+    import fit_rescorer
+
+    from llm_graphrag.retrieval import RESCORE_FEATURES
+
+    rng = np.random.default_rng(0)
+    groups = []
+    bm25 = RESCORE_FEATURES.index("bm25")
+    heading = RESCORE_FEATURES.index("heading")
+    for _ in range(60):
+        fused = rng.uniform(0, 1, 12)
+        x = rng.uniform(0, 1, (12, len(RESCORE_FEATURES)))
+        gold = np.zeros(12, dtype=bool)
+        # the fused relevance and bm25 help, heading hurts
+        gold[int(np.argmax(2 * fused + x[:, bm25] - x[:, heading]))] = True
+        groups.append((fused, x, gold, 1 / 60))
+    a, w = fit_rescorer.fit(groups, 0.01, steps=300)
+    assert w[bm25] / a > 0.2 and w[heading] / a < -0.2
+    # a feature held fixed keeps the weight given
+    a, w = fit_rescorer.fit(groups, 0.01, {"code": 0.3}, steps=300)
+    assert a > 0 and w[RESCORE_FEATURES.index("code")] == 0.0 and w[bm25] / a > 0.2
 
 
 def test_single_chunk_documents_without_matching_titles_keep_their_fused_relevance(db):
