@@ -103,16 +103,23 @@ def test_cli_json_follows_the_schema(sample_db):
         assert r["source"] in ("direct", "graph")
         assert (r["hop_distance"] is None) == (r["source"] == "direct")
         assert set(r["sub_query_ids"]) <= {0, 1, 2, 3, 4, 5}
-    # Basin's own page: "Basin is the alerting service. It watches the readings in tidepool"
-    assert results[0]["name"] == "services-basin-md-chunk-28"
-    assert results[0]["sub_query_ids"] == [0, 1, 2, 3, 4, 5]
+    # The two halves of the question answered first: the page of which services depend on
+    # tidepool, and Basin's own page ("Basin is the alerting service. It watches the readings
+    # in tidepool"), each found by most sub-queries. (Basin's page came first, found by all
+    # six, before the document evidence and learned re-scoring of graph mode, 2581af0.)
+    assert {r["name"] for r in results[:2]} == {
+        "services-service-dependencies-md-chunk-33", "services-basin-md-chunk-28"
+    }
+    assert all(len(r["sub_query_ids"]) >= 5 for r in results[:2])
     stats = data["stats"]
     assert {k: v for k, v in stats.items() if k != "elapsed_ms"} == {
         "sub_queries_total": 6,
         "sub_queries_completed": 6,
         "sub_queries_failed": 0,
         "sub_queries_timed_out": 0,
-        "unique_memories_found": 21,  # 20 before coref_lite's prose rules (d7999e3) linked more sample mentions
+        # 20 before coref_lite's prose rules (d7999e3) linked more sample mentions, 21 after
+        # them, 20 again since graph mode's document evidence and re-scoring (2581af0)
+        "unique_memories_found": 20,
         "evidence_chains_found": 10,
     }
     chains = data["evidence_chains"]
