@@ -1549,6 +1549,8 @@ def _changed_held(conn, old, rows):
 
 
 def _changed_rows(conn, table, key, old, rows):
+    """Delete the ``old`` rows of ``table`` (``(key, *row)``) that no row of ``rows``
+    repeats, one for one; return the ``rows`` not already stored."""
     if not old:
         return rows
     stored = {}
