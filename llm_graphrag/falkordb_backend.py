@@ -1046,10 +1046,6 @@ class _FalkorQuery(_Query):
         )
         return {row[0]: row[1] for row in rows}
 
-    def _chunk_texts(self, ids):
-        rows = self.read("MATCH (c:Chunk) WHERE c.id IN $ids RETURN c.id, c.content", {"ids": list(ids)})
-        return {row[0]: row[1] for row in rows}
-
     def _code_links(self):
         """None: which mention describes an entity is in the mentions' meta, which is
         not synced to FalkorDB."""

@@ -282,8 +282,7 @@ class _Query:
         self.fused = {}  # chunk id -> fused relevance in [0, 1] of the two lists alone
         self.document = {}  # chunk id -> its document evidence (``_document_evidence``)
         self.learned = {}  # chunk id -> the learned re-scorer's parts (``RESCORE_WEIGHTS``)
-        self.features = {}  # chunk id -> the re-scorer's feature values
-        self._list_best = {}
+        self.features = {}  # chunk id -> the re-scorer's feature values (bench/fit_rescorer.py)
         self.fusion = {}  # list name -> its weight in this question's fusion
         self.order = []
         self.bridge = {}  # chunk id -> summed bridge contribution
@@ -371,13 +370,6 @@ class _Query:
             code or options.page_support or options.page_size or options.heading_weight
         ):
             return
-        if learned is not None:
-            self._list_best = {}
-            if self.bm25:
-                self._list_best["bm25"] = max(score for _, score in self.bm25.values())
-            if self.vector:
-                cosines = [score for _, score in self.vector.values()]
-                self._list_best["vector"] = (max(cosines), min(cosines))
         for chunk_id in code:
             if chunk_id not in self.relevance:  # neither search found it: the name did
                 self.relevance[chunk_id] = self.fused[chunk_id] = 0.0
@@ -427,9 +419,12 @@ class _Query:
         graph's gains keep the scale they were set on."""
         ranked = sorted(self.relevance, key=lambda c: (-self.relevance[c], c))
         top = ranked[: self.options.rescore_depth]
+        best_bm25 = max((score for _, score in self.bm25.values()), default=0.0)
+        cosines = [score for _, score in self.vector.values()]
+        best_cos, last_cos = (max(cosines), min(cosines)) if cosines else (0.0, 0.0)
         for chunk_id in top:
             found = evidence.get(chunk_id, (0.0, 1, 0.0, 0.0))
-            values = self._rescore_features(chunk_id, *found)
+            values = self._rescore_features(chunk_id, best_bm25, best_cos, last_cos, *found)
             self.features[chunk_id] = values
             parts = {"fused": round(self.fused[chunk_id], 6)}
             for name in RESCORE_FEATURES:
@@ -441,7 +436,7 @@ class _Query:
         top.sort(key=lambda c: (-self.learned[c]["score"], c))
         self.relevance.update(zip(top, values))
 
-    def _rescore_features(self, chunk_id, support, size, heading, named):
+    def _rescore_features(self, chunk_id, best_bm25, best_cos, last_cos, support, size, heading, named):
         """The learned re-scorer's features of one fused chunk (``RESCORE_FEATURES``):
         each list's reciprocal rank scaled to 1 at its first place (0 when absent),
         whether both lists hold it, its BM25 score over the list's best, its cosine's gap
@@ -449,8 +444,6 @@ class _Query:
         k = self.options.rrf_k
         bm25 = self.bm25.get(chunk_id)
         vector = self.vector.get(chunk_id)
-        best_bm25 = self._list_best.get("bm25", 0.0)
-        best_cos, last_cos = self._list_best.get("vector", (0.0, 0.0))
         return {
             "keyword": (k + 1) / (k + bm25[0] + 1) if bm25 else 0.0,
             "vector": (k + 1) / (k + vector[0] + 1) if vector else 0.0,
@@ -522,11 +515,6 @@ class _Query:
             ).fetchall()
         )
 
-    def _chunk_texts(self, ids):
-        """``{chunk id: content}``."""
-        marks = ",".join("?" * len(ids))
-        return dict(self.conn.execute(f"select id, content from chunks where id in ({marks})", list(ids)))
-
     def _heading_shares(self, rows):
         """``{chunk id: share}``: the share of the question words' idf weight that the
         chunk's document title, section and headings in it hold."""
@@ -537,7 +525,10 @@ class _Query:
         if total <= 0:
             return {}
         shares = {}
-        for chunk_id, lemmas in _heading_lemmas(self._chunk_texts, rows).items():
+        def contents(ids):
+            return {i: row["content"] for i, row in self._chunk_rows(ids).items()}
+
+        for chunk_id, lemmas in _heading_lemmas(contents, rows).items():
             held = sum(weight for lemma, weight in weights.items() if lemma in lemmas)
             if held:
                 shares[chunk_id] = held / total
