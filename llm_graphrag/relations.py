@@ -204,7 +204,7 @@ _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|n
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 # A modal before a bare "be" says what may, must or will be, not what a thing is: "it will
 # usually be a big hindrance", "the value can be a list" state no kind.
-_MODAL_COPULA = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would)\s+(?:not\s+)?(?:\w+ly\s+|also\s+)?$")
+_MODAL_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(MODALS))})\s+(?:not\s+)?(?:\w+ly\s+|also\s+)?$")
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
 _SUPPORTS = re.compile(r"\bsupport")
