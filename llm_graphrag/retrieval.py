@@ -186,6 +186,18 @@ class RetrievalOptions:
             raise ValueError("bit_candidates must be at least 1")
         if self.bit_index_min_chunks is not None and self.bit_index_min_chunks < 0:
             raise ValueError("bit_index_min_chunks must be None or at least 0")
+        if self.page_depth < 1:
+            raise ValueError("page_depth must be at least 1")
+        if self.rescore_depth is not None and self.rescore_depth < 1:
+            raise ValueError("rescore_depth must be None (every place) or at least 1")
+        if isinstance(self.rescore, dict):
+            unknown = sorted(set(self.rescore) - set(RESCORE_FEATURES))
+            if unknown:
+                raise ValueError(
+                    f"rescore: unknown feature {unknown[0]!r}; the features are {', '.join(RESCORE_FEATURES)}"
+                )
+            if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in self.rescore.values()):
+                raise ValueError("rescore: each feature's weight must be a number")
 
 
 def hybrid_query(db, q, options=None):

@@ -9,6 +9,7 @@ import pytest
 from llm_graphrag.db import open_database
 from llm_graphrag.embeddings import embedder_for, write_embeddings
 from llm_graphrag.retrieval import (
+    RESCORE_FEATURES,
     BitIndex,
     RetrievalOptions,
     chunk_bit_index,
@@ -426,6 +427,26 @@ def test_bit_options_are_checked():
     with pytest.raises(ValueError) as ex:
         RetrievalOptions(bit_index_min_chunks=-1)
     assert str(ex.value) == "bit_index_min_chunks must be None or at least 0"
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(page_depth=0), "page_depth must be at least 1"),
+        (dict(rescore_depth=0), "rescore_depth must be None (every place) or at least 1"),
+        (
+            dict(rescore={"bm25": 0.3, "title": 0.2}),
+            "rescore: unknown feature 'title'; the features are " + ", ".join(RESCORE_FEATURES),
+        ),
+        (dict(rescore={"bm25": "high"}), "rescore: each feature's weight must be a number"),
+    ],
+)
+def test_document_and_rescore_options_are_checked(options, message):
+    with pytest.raises(ValueError) as ex:
+        RetrievalOptions(**options)
+    assert str(ex.value) == message
+    # A good dict of weights is taken as it is
+    assert RetrievalOptions(rescore={"bm25": 0.3}).rescore == {"bm25": 0.3}
 
 
 def test_default_fusion_weighs_each_list_by_its_peak(db):
