@@ -578,6 +578,35 @@ def test_pair_coverage_scales_a_candidates_gain_by_what_it_supplies(db):
     assert all(share == 0.0 for chunk_id, share in shares.items() if chunk_id != 1)
 
 
+def test_a_candidates_fit_counts_the_question_words_its_seed_lacks(db):
+    # fit["coverage"] (default 0.5) adds, times the path's factor, the idf weight of the
+    # question words the seed lacks that the candidate holds: a partner supplies them
+    from llm_graphrag.retrieval import _Query
+
+    question = "What can damming a river cause in the region?"
+    fits = {}
+    for coverage in (0.0, 0.5):
+        fit = dict(RetrievalOptions().fit, coverage=coverage)
+        state = _Query(db.conn, question, RetrievalOptions(fit=fit))
+        state.keyword_search()
+        state.vector_search()
+        state.fuse()
+        state.query_entities = state._match_query_entities()
+        # chunk 2 holds 'cause' and 'region' but not 'damming' and 'river'
+        candidates, term_scores = state._candidates(2)
+        candidates.pop(2, None)
+        fits[coverage] = {
+            c: (p["fit"], p["factor"]) for c, p in state._rank_candidates(2, candidates, term_scores)
+        }
+    assert RetrievalOptions().fit["coverage"] == 0.5
+    held, total = state._missing_weight(2, sorted(fits[0.5]))
+    # chunk 1 holds both missing words, the others neither
+    assert held == {1: pytest.approx(total)} and total > 0
+    for chunk_id, (fit, factor) in fits[0.5].items():
+        assert fit == pytest.approx(fits[0.0][chunk_id][0] + 0.5 * held.get(chunk_id, 0.0) * factor)
+    assert fits[0.5][1][0] > fits[0.0][1][0]
+
+
 @pytest.fixture
 def pages_db(tmp_path, user_path):
     """Three documentation pages: a module page of two chunks whose title names JSON, a
