@@ -135,9 +135,10 @@ class RetrievalOptions:
     # A candidate's fit: bm25 (of the seed's words the question lacks), cosine (to the
     # question + seed * "seed"), entities (idf of the wanted entities it holds) and coverage
     # (idf of the question words its seed lacks that it holds: a partner supplies what the
-    # seed misses; 0.5: QASC R@5 both 0.304 -> 0.314 dev-even, 0.300 -> 0.310 dev-odd, no
-    # figure below a single mode that was not before; 1.0 drops R@10 any below hybrid's).
-    # The FalkorDB backend does not apply coverage.
+    # seed misses; for the seed's first 2 x bridge_pool candidates by the rest of the fit,
+    # each costing an FTS5 lookup a word; 0.5: QASC R@5 both 0.304 -> 0.314 dev-even,
+    # 0.300 -> 0.310 dev-odd, no figure below a single mode that was not before; 1.0 drops
+    # R@10 any below hybrid's). The FalkorDB backend does not apply coverage.
     fit: dict = field(
         default_factory=lambda: {
             "bm25": 1.0, "cosine": 3.0, "seed": 1.0, "entities": 0.5, "coverage": 0.5
@@ -858,13 +859,17 @@ class _Query:
         zero = np.zeros_like(target)
         matrix = np.stack([vectors.get(chunk_id, zero) for chunk_id in ids])
         cosines = matrix @ target
-        supplies = self._missing_weight(seed, ids)[0] if fit.get("coverage") else {}
+        factors = np.array([candidates[c]["factor"] for c in ids])
         values = (
             fit.get("bm25", 0.0) * np.array([term_scores.get(c, 0.0) for c in ids])
             + fit.get("cosine", 0.0) * cosines
             + fit.get("entities", 0.0) * np.array([overlap.get(c, 0.0) for c in ids])
-            + fit.get("coverage", 0.0) * np.array([supplies.get(c, 0.0) for c in ids])
-        ) * np.array([candidates[c]["factor"] for c in ids])
+        ) * factors
+        if fit.get("coverage"):
+            # only the first 2 x bridge_pool: each chunk costs an FTS5 lookup per word
+            head = [ids[i] for i in np.argsort(-values, kind="stable")[: 2 * self.options.bridge_pool]]
+            supplies = self._missing_weight(seed, head)[0]
+            values = values + fit["coverage"] * np.array([supplies.get(c, 0.0) for c in ids]) * factors
         scored = sorted(zip(values.tolist(), ids), key=lambda item: (-item[0], item[1]))
         return [(chunk_id, dict(candidates[chunk_id], fit=value)) for value, chunk_id in scored]
 

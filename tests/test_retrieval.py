@@ -580,14 +580,14 @@ def test_pair_coverage_scales_a_candidates_gain_by_what_it_supplies(db):
 
 def test_a_candidates_fit_counts_the_question_words_its_seed_lacks(db):
     # fit["coverage"] (default 0.5) adds, times the path's factor, the idf weight of the
-    # question words the seed lacks that the candidate holds: a partner supplies them
+    # question words the seed lacks that the candidate holds (a partner supplies them), to
+    # the seed's first 2 x bridge_pool candidates by the rest of the fit
     from llm_graphrag.retrieval import _Query
 
     question = "What can damming a river cause in the region?"
-    fits = {}
-    for coverage in (0.0, 0.5):
-        fit = dict(RetrievalOptions().fit, coverage=coverage)
-        state = _Query(db.conn, question, RetrievalOptions(fit=fit))
+
+    def fits(**options):
+        state = _Query(db.conn, question, RetrievalOptions(**options))
         state.keyword_search()
         state.vector_search()
         state.fuse()
@@ -595,16 +595,27 @@ def test_a_candidates_fit_counts_the_question_words_its_seed_lacks(db):
         # chunk 2 holds 'cause' and 'region' but not 'damming' and 'river'
         candidates, term_scores = state._candidates(2)
         candidates.pop(2, None)
-        fits[coverage] = {
-            c: (p["fit"], p["factor"]) for c, p in state._rank_candidates(2, candidates, term_scores)
-        }
+        ranked = state._rank_candidates(2, candidates, term_scores)
+        return state, {c: (p["fit"], p["factor"]) for c, p in ranked}
+
     assert RetrievalOptions().fit["coverage"] == 0.5
-    held, total = state._missing_weight(2, sorted(fits[0.5]))
+    plain = dict(RetrievalOptions().fit, coverage=0.0)
+    _, before = fits(fit=plain)
+    state, after = fits()
+    held, total = state._missing_weight(2, sorted(after))
     # chunk 1 holds both missing words, the others neither
     assert held == {1: pytest.approx(total)} and total > 0
-    for chunk_id, (fit, factor) in fits[0.5].items():
-        assert fit == pytest.approx(fits[0.0][chunk_id][0] + 0.5 * held.get(chunk_id, 0.0) * factor)
-    assert fits[0.5][1][0] > fits[0.0][1][0]
+    assert sorted(after) == [1, 5, 6]
+    for chunk_id, (fit, factor) in after.items():
+        assert fit == pytest.approx(before[chunk_id][0] + 0.5 * held.get(chunk_id, 0.0) * factor)
+    assert after[1][0] > before[1][0]
+    # ranked last by the rest of the fit (each part weighed negative), chunk 1 is outside
+    # the first 2 x 1 and gains nothing
+    reverse = dict(plain, bm25=-1.0, cosine=-3.0, entities=-0.5)
+    _, last = fits(fit=reverse, bridge_pool=1)
+    _, last_covered = fits(fit=dict(reverse, coverage=0.5), bridge_pool=1)
+    assert min(last, key=lambda c: last[c][0]) == 1
+    assert last_covered == last
 
 
 @pytest.fixture
