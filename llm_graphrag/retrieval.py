@@ -185,6 +185,10 @@ class RetrievalOptions:
     # The documents' order and the set returned stay the same (hit@1, MRR, R@k), and a
     # reader finds the best page's other passages next to it (P@5). 0: off.
     group_pages: int = 1
+    # and the first document's chunks found below k (fused, or reached by the graph) take
+    # the places of later chunks of documents already returned, until it has page_fill
+    # of them: the same documents in the same order, more of the first one's passages.
+    page_fill: int = 5
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -200,8 +204,8 @@ class RetrievalOptions:
             raise ValueError("bit_candidates must be at least 1")
         if self.bit_index_min_chunks is not None and self.bit_index_min_chunks < 0:
             raise ValueError("bit_index_min_chunks must be None or at least 0")
-        if self.group_pages < 0:
-            raise ValueError("group_pages must be at least 0")
+        if self.group_pages < 0 or self.page_fill < 0:
+            raise ValueError("group_pages and page_fill must be at least 0")
         if self.page_depth < 1:
             raise ValueError("page_depth must be at least 1")
         if self.rescore_depth is not None and self.rescore_depth < 1:
@@ -962,10 +966,11 @@ class _Query:
             }
             if weights["graph"] and self.paths:
                 self._below_seeds(scores, self._keep_places(scores, weights))
-        ranked = sorted(scores, key=lambda c: (-scores[c], c))[: options.k]
-        rows = self._chunk_rows(ranked)
+        order = sorted(scores, key=lambda c: (-scores[c], c))
+        ranked = order[: options.k]
         if options.mode == "graph" and options.group_pages:
-            ranked = _group_pages(ranked, {c: row["doc_id"] for c, row in rows.items()}, options.group_pages)
+            ranked = self._group_pages(order, ranked)
+        rows = self._chunk_rows(ranked)
         chunks, explanations = [], []
         entity_ids = set(self.query_entities)
         edges = []
@@ -1009,6 +1014,28 @@ class _Query:
             "mode": options.mode,
             "fusion": self.fusion,
         }
+
+    def _group_pages(self, order, ranked):
+        """``ranked`` (the first ``k`` of ``order``) with the first document's chunks
+        first: up to ``page_fill`` of them, the ones below ``k`` taking the places of
+        chunks whose document already came earlier (never a document's first chunk),
+        then the chunks of the next ``group_pages`` - 1 documents behind each one's first."""
+        options = self.options
+        marks = ",".join("?" * len(order))
+        docs = dict(self.conn.execute(f"select id, doc_id from chunks where id in ({marks})", order))
+        first = docs.get(order[0])
+        held = sum(1 for c in ranked if docs.get(c) == first)
+        extra = [c for c in order[len(ranked):] if docs.get(c) == first][: max(options.page_fill - held, 0)]
+        if extra:
+            seen, repeats = set(), []
+            for chunk_id in ranked:
+                doc = docs.get(chunk_id)
+                if doc in seen and doc != first:
+                    repeats.append(chunk_id)
+                seen.add(doc)
+            dropped = set(repeats[::-1][: len(extra)])
+            ranked = [c for c in ranked if c not in dropped] + extra[: len(dropped)]
+        return _group_pages(ranked, docs, options.group_pages)
 
     def _signals(self, chunk_id, path, weights):
         """Every score that placed ``chunk_id``: each list's rank and score, the fused

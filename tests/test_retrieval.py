@@ -844,5 +844,23 @@ def test_graph_mode_returns_the_first_pages_chunks_together(pages_db):
     held = pages(grouped).count(first)
     assert held > 1 and pages(grouped)[:held] == [first] * held
     assert pages(plain)[:held] != [first] * held  # on this page set grouping moves chunks
-    with pytest.raises(ValueError, match="group_pages must be at least 0"):
-        RetrievalOptions(group_pages=-1)
+    for bad in (dict(group_pages=-1), dict(page_fill=-1)):
+        with pytest.raises(ValueError, match="group_pages and page_fill must be at least 0"):
+            RetrievalOptions(**bad)
+
+
+def test_the_first_pages_chunks_below_k_take_the_places_of_repeated_documents(pages_db):
+    from llm_graphrag.retrieval import _Query
+
+    def grouped(order, k, page_fill=5):
+        state = _Query(pages_db.conn, QUESTION_JSON, RetrievalOptions(k=k, page_fill=page_fill))
+        return state._group_pages(order, order[:k])
+
+    # chunks 1, 2: the json page (doc 1); 3, 4: the changelog (doc 2); 15: the tutorial
+    # chunk 2 (the first page's, below k) takes the place of chunk 4 (the changelog's second)
+    assert grouped([1, 3, 4, 2, 15], 3) == [1, 2, 3]
+    assert grouped([1, 3, 4, 2, 15], 3, page_fill=1) == [1, 3, 4]  # it has one: enough
+    # no document is returned twice: none gives its place, the documents stay the same
+    assert grouped([1, 3, 15, 2], 3) == [1, 3, 15]
+    # the first page's chunks among the first k come first, the rest keep their order
+    assert grouped([1, 3, 2, 15, 4], 4) == [1, 2, 3, 15]
