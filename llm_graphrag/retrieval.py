@@ -28,7 +28,9 @@
   orders the first ``rescore_depth`` fused chunks: the fused relevance plus each list's
   rank, BM25 score and cosine gap to the list's best and the document evidence, each
   times its weight; each chunk takes the relevance of the place it gets
-  (``signals.learned`` lists the parts).
+  (``signals.learned`` lists the parts). Last, the first document's chunks come first
+  (``group_pages``), with its chunks below ``k`` in the places of repeated documents'
+  (``page_fill``): the documents returned and their order stay the same.
 
 Scoring follows seed 004 §14 with weights from config (``weights`` in the
 ``retrieval`` setting, or ``RetrievalOptions.weights``): a chunk's score is
@@ -79,10 +81,6 @@ RESCORE_FEATURES = (
     "page_size",
     "heading",
     "code",
-    "title",
-    "section",
-    "coverage",
-    "page_coverage",
 )
 RESCORE_WEIGHTS = {
     "keyword": -0.3377,
@@ -94,13 +92,8 @@ RESCORE_WEIGHTS = {
     "page_size": -0.0500,
     "heading": 0.3000,
     "code": 0.3000,
-    "title": 0.0,
-    "section": 0.0,
-    "coverage": 0.0,
-    "page_coverage": 0.0,
 }
 
-_PAGE_FEATURES = ("title", "section", "coverage", "page_coverage")  # _Query._page_features
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NGRAM = 3
 
@@ -454,11 +447,9 @@ class _Query:
         best_bm25 = max((score for _, score in self.bm25.values()), default=0.0)
         cosines = [score for _, score in self.vector.values()]
         best_cos, last_cos = (max(cosines), min(cosines)) if cosines else (0.0, 0.0)
-        pages = self._page_features(top, learned)
         for chunk_id in top:
             found = evidence.get(chunk_id, (0.0, 1, 0.0, 0.0))
             values = self._rescore_features(chunk_id, best_bm25, best_cos, last_cos, *found)
-            values.update(pages.get(chunk_id) or dict.fromkeys(_PAGE_FEATURES, 0.0))
             self.features[chunk_id] = values
             parts = {"fused": round(self.fused[chunk_id], 6)}
             for name in RESCORE_FEATURES:
@@ -489,69 +480,6 @@ class _Query:
             "heading": heading,
             "code": named,
         }
-
-    def _page_features(self, top, learned):
-        """``{chunk id: {feature: value}}`` of what ``top``'s chunks and pages say in words
-        and meaning: the cosine of the question to the document title (``title``) and to
-        the chunk's section (``section``; 0 for a title or section with no letters: a file
-        stem), and the share of the question words' idf weight the chunk holds
-        (``coverage``) and its page's fused chunks hold together (``page_coverage``).
-        Computed for the features weighed, or named in a ``rescore`` dict (the fitter)."""
-        named = self.options.rescore if isinstance(self.options.rescore, dict) else {}
-        wanted = {name for name in _PAGE_FEATURES if learned.get(name) or name in named}
-        if not top or not wanted:
-            return {}
-        rows = {row[0]: row for row in self._document_rows(top)}
-        out = {chunk_id: dict.fromkeys(_PAGE_FEATURES, 0.0) for chunk_id in top}
-        for name, column in (("title", 4), ("section", 3)):
-            if name in wanted:
-                texts = {c: rows[c][column] for c in top if c in rows and _has_letters(rows[c][column])}
-                for chunk_id, cosine in self._cosines(texts).items():
-                    out[chunk_id][name] = cosine
-        if wanted & {"coverage", "page_coverage"}:
-            for chunk_id, (own, page) in self._word_coverage(top, rows).items():
-                out[chunk_id]["coverage"] = own
-                out[chunk_id]["page_coverage"] = page
-        return out
-
-    def _cosines(self, texts):
-        """``{chunk id: cosine}``: each chunk's text's cosine to the question."""
-        if not texts:
-            return {}
-        vectors = _text_vectors(self.conn, sorted(set(texts.values())))
-        query = self.query_vector
-        return {c: float(vectors[text] @ query) for c, text in texts.items()}
-
-    def _word_coverage(self, top, rows):
-        """``{chunk id: (own share, page share)}``: the share of the question words' idf
-        weight in the chunk, and in its page's fused chunks taken together."""
-        weights = {}
-        for word in self.words:
-            weights[word] = self._word_idf(word)
-        total = sum(weights.values())
-        if total <= 0:
-            return {}
-        pages = {c: rows[c][1] for c in top if c in rows}
-        fused_rows = self._document_rows(list(self.fused))
-        page_of = {row[0]: row[1] for row in fused_rows}
-        ids = json.dumps(list(page_of))
-        held = collections.defaultdict(set)  # chunk id -> words it holds
-        for word in weights:
-            for (chunk_id,) in self.conn.execute(
-                "select rowid from chunks_fts where chunks_fts match ? "
-                "and rowid in (select value from json_each(?))",
-                [fts_match([word]), ids],
-            ):
-                held[chunk_id].add(word)
-        on_page = collections.defaultdict(set)
-        for chunk_id, words in held.items():
-            on_page[page_of.get(chunk_id)] |= words
-        out = {}
-        for chunk_id, doc_id in pages.items():
-            own = sum(weights[w] for w in held.get(chunk_id, ())) / total
-            page = sum(weights[w] for w in on_page.get(doc_id, ())) / total
-            out[chunk_id] = (own, page)
-        return out
 
     def _rescore_weights(self):
         """The learned re-scorer's weights (``RetrievalOptions.rescore``), or None when off."""
@@ -1021,6 +949,8 @@ class _Query:
         chunks whose document already came earlier (never a document's first chunk),
         then the chunks of the next ``group_pages`` - 1 documents behind each one's first."""
         options = self.options
+        if not order:
+            return ranked
         marks = ",".join("?" * len(order))
         docs = dict(self.conn.execute(f"select id, doc_id from chunks where id in ({marks})", order))
         first = docs.get(order[0])
@@ -1214,36 +1144,6 @@ def _heading_lemmas(read_texts, rows):
                     _HEADINGS[key] = lemmas
                     while len(_HEADINGS) > _HEADINGS_SIZE:
                         _HEADINGS.popitem(last=False)
-    return out
-
-
-_TEXT_VECTORS = collections.OrderedDict()  # (model id, text) -> unit vector
-_TEXT_VECTORS_SIZE = 50_000
-_TEXT_VECTORS_LOCK = threading.Lock()
-
-
-def _has_letters(text):
-    return bool(text) and any(ch.isalpha() for ch in text)
-
-
-def _text_vectors(conn, texts):
-    """``{text: unit vector}`` by the database's embedder, kept per model and text
-    (titles and sections repeat from query to query)."""
-    model = _setting(conn, "embedding_model")
-    out, missing = {}, []
-    for text in texts:
-        found = _TEXT_VECTORS.get((model, text))
-        if found is None:
-            missing.append(text)
-        else:
-            out[text] = found
-    if missing:
-        vectors = connection_embedder(conn).encode(missing)
-        with _TEXT_VECTORS_LOCK:
-            for text, vector in zip(missing, vectors):
-                out[text] = _TEXT_VECTORS[(model, text)] = np.asarray(vector, dtype=np.float32)
-            while len(_TEXT_VECTORS) > _TEXT_VECTORS_SIZE:
-                _TEXT_VECTORS.popitem(last=False)
     return out
 
 

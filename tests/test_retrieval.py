@@ -435,8 +435,8 @@ def test_bit_options_are_checked():
         (dict(page_depth=0), "page_depth must be at least 1"),
         (dict(rescore_depth=0), "rescore_depth must be None (every place) or at least 1"),
         (
-            dict(rescore={"bm25": 0.3, "length": 0.2}),
-            "rescore: unknown feature 'length'; the features are " + ", ".join(RESCORE_FEATURES),
+            dict(rescore={"bm25": 0.3, "title": 0.2}),
+            "rescore: unknown feature 'title'; the features are " + ", ".join(RESCORE_FEATURES),
         ),
         (dict(rescore={"bm25": "high"}), "rescore: each feature's weight must be a number"),
     ],
@@ -864,3 +864,4 @@ def test_the_first_pages_chunks_below_k_take_the_places_of_repeated_documents(pa
     assert grouped([1, 3, 15, 2], 3) == [1, 3, 15]
     # the first page's chunks among the first k come first, the rest keep their order
     assert grouped([1, 3, 2, 15, 4], 4) == [1, 2, 3, 15]
+    assert grouped([], 3) == []
