@@ -951,8 +951,7 @@ class _Query:
         options = self.options
         if not order:
             return ranked
-        marks = ",".join("?" * len(order))
-        docs = dict(self.conn.execute(f"select id, doc_id from chunks where id in ({marks})", order))
+        docs = {row[0]: row[1] for row in self._document_rows(order)}
         first = docs.get(order[0])
         held = sum(1 for c in ranked if docs.get(c) == first)
         extra = [c for c in order[len(ranked):] if docs.get(c) == first][: max(options.page_fill - held, 0)]
