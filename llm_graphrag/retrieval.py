@@ -181,6 +181,9 @@ class RetrievalOptions:
     # and the first document's chunks found below k (fused, or reached by the graph) take
     # the places of later chunks of documents already returned, until it has page_fill
     # of them: the same documents in the same order, more of the first one's passages.
+    # A moved chunk keeps its own score, so scores need not fall down the list.
+    # Measured (P@5, every other figure the same): python docs dev-even 0.407 -> 0.464,
+    # dev-odd 0.450 -> 0.494, Django dev 0.465 -> 0.520; group_pages 2: dev-even 0.436.
     page_fill: int = 5
 
     def __post_init__(self):
