@@ -658,8 +658,9 @@ QUESTION_JSON = "How do I decode JSON text?"
 def test_document_evidence_is_in_each_chunks_signals(pages_db):
     from llm_graphrag.retrieval import _Query
 
-    # the hand-set weights (the learned re-scorer off: its own test below)
-    result = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, rescore=False))
+    # the hand-set weights (the learned re-scorer and page grouping off: their own tests)
+    options = RetrievalOptions(k=15, rescore=False, group_pages=0)
+    result = hybrid_query(pages_db, QUESTION_JSON, options)
     state = _Query(pages_db.conn, QUESTION_JSON, RetrievalOptions())
     assert state.words == ["decode", "json", "text"]
     weights = {w: state._word_idf(w) for w in state.words}
@@ -855,3 +856,52 @@ def test_a_code_entity_the_question_names_brings_its_describing_chunk(pages_db):
     # no code-like token, no link
     plain = hybrid_query(db, "What does loads do with JSON text?", RetrievalOptions(**small))
     assert 16 not in ids(plain)
+
+
+def test_group_pages_moves_the_first_documents_chunks_up_and_keeps_document_order():
+    from llm_graphrag.retrieval import _group_pages
+
+    ranked = [1, 2, 3, 4, 5, 6]
+    docs = {1: "a", 2: "b", 3: "a", 4: "c", 5: "b", 6: "a"}
+    assert _group_pages(ranked, docs, 1) == [1, 3, 6, 2, 4, 5]
+    assert _group_pages(ranked, docs, 2) == [1, 3, 6, 2, 5, 4]
+    assert _group_pages(ranked, docs, 0) == ranked
+    # the documents keep the order in which each first appears
+    for pages in (1, 2, 3):
+        order = list(dict.fromkeys(docs[c] for c in _group_pages(ranked, docs, pages)))
+        assert order == ["a", "b", "c"]
+
+
+def test_graph_mode_returns_the_first_pages_chunks_together(pages_db):
+    def pages(result):
+        return [c["doc_id"] for c in result["chunks"]]
+
+    grouped = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15))
+    plain = hybrid_query(pages_db, QUESTION_JSON, RetrievalOptions(k=15, group_pages=0))
+    assert sorted(c["id"] for c in grouped["chunks"]) == sorted(c["id"] for c in plain["chunks"])
+    assert list(dict.fromkeys(pages(grouped))) == list(dict.fromkeys(pages(plain)))
+    first = pages(grouped)[0]
+    held = pages(grouped).count(first)
+    assert held > 1 and pages(grouped)[:held] == [first] * held
+    assert pages(plain)[:held] != [first] * held  # on this page set grouping moves chunks
+    for bad in (dict(group_pages=-1), dict(page_fill=-1)):
+        with pytest.raises(ValueError, match="group_pages and page_fill must be at least 0"):
+            RetrievalOptions(**bad)
+
+
+def test_the_first_pages_chunks_below_k_take_the_places_of_repeated_documents(pages_db):
+    from llm_graphrag.retrieval import _Query
+
+    def grouped(order, k, page_fill=5):
+        state = _Query(pages_db.conn, QUESTION_JSON, RetrievalOptions(k=k, page_fill=page_fill))
+        return state._group_pages(order, order[:k])
+
+    # chunks 1, 2: the json page (doc 1); 3, 4: the changelog (doc 2); 15: the tutorial
+    # chunk 2 (the first page's, below k) takes the place of chunk 4 (the changelog's second)
+    assert grouped([1, 3, 4, 2, 15], 3) == [1, 2, 3]
+    assert grouped([1, 3, 4, 2, 15], 3, page_fill=1) == [1, 3, 4]  # it has one: enough
+    # no document is returned twice: none gives its place, the documents stay the same
+    assert grouped([1, 3, 15, 2], 3) == [1, 3, 15]
+    # the first page's chunks among the first k come first, the rest keep their order
+    assert grouped([1, 3, 2, 15, 4], 4) == [1, 2, 3, 15]
+    assert grouped([], 3) == []
