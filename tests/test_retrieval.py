@@ -884,6 +884,14 @@ def test_graph_mode_returns_the_first_pages_chunks_together(pages_db):
     held = pages(grouped).count(first)
     assert held > 1 and pages(grouped)[:held] == [first] * held
     assert pages(plain)[:held] != [first] * held  # on this page set grouping moves chunks
+    # a moved chunk takes its place's score, its own stays in its signals
+    scores = [c["score"] for c in grouped["chunks"]]
+    assert scores == sorted(scores, reverse=True)
+    assert sorted(scores) == sorted(c["score"] for c in plain["chunks"])
+    own = {c["id"]: c["score"] for c in plain["chunks"]}
+    moved = [c for c in grouped["chunks"] if "page" in c["signals"]]
+    assert moved and all(c["signals"]["page"]["own_score"] == own[c["id"]] for c in moved)
+    assert all(c["score"] == own[c["id"]] for c in grouped["chunks"] if "page" not in c["signals"])
     for bad in (dict(group_pages=-1), dict(page_fill=-1)):
         with pytest.raises(ValueError, match="group_pages and page_fill must be at least 0"):
             RetrievalOptions(**bad)
