@@ -420,7 +420,11 @@ def test_evaluate_retrieval_first_questions_of_a_folder_file(folder_file, folder
 
 @pytest.mark.parametrize(
     "name, count, heldout",
-    [("python-docs-qa.json", 80, 20), ("django-docs-qa.json", 60, 20)],
+    [
+        ("python-docs-qa.json", 80, 20),
+        ("django-docs-qa.json", 60, 20),
+        ("flask-docs-qa.json", 60, 20),
+    ],
 )
 def test_documentation_question_files_point_at_real_pages(name, count, heldout):
     """Each documentation question file of the repository loads: its gold pages are among
