@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, _person_noun, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -377,6 +377,8 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_titled_names(group, masked, sentence))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
+        if " in " in sentence or " on " in sentence or " near " in sentence:
+            found.extend(_kind_in_place(group, masked, sentence))
         if " by " in sentence:
             found.extend(_work_by(group, masked, sentence))
         if " from " in sentence:
@@ -947,6 +949,33 @@ def _place_in_place(group, masked, sentence):
         if a.type in _NAMED and b.type in _NAMED and masked[a.end : b.start] == " in "
         and a.name[:1].isupper() and b.name[:1].isupper() and a.norm != b.norm
     ]
+
+
+# "a city in southern Norway", "a town on the coast of Peru": a locative preposition after
+# the kind a copula or an apposition gives, past one modifier and "the X of" chains.
+_IN_PLACE = re.compile(r"\s+(?:in|on|near)\s+(?:the\s+)?(?:[a-z]+(?:-[a-z]+)*\s+)?")
+
+
+def _kind_in_place(group, masked, sentence):
+    """"Oslo is a port city in southern Norway", "Nagasaki, a city on the island of
+    Kyushu": what the kind is said of is located in the name after the preposition (a
+    kind of person aside: "a poet in Vienna" says where one worked, not what is there)."""
+    found = []
+    for i, kind in enumerate(group[:-1]):
+        if kind.type != "concept" or _person_noun(kind.name.split()[-1].lower()):
+            continue
+        described = _described(group, kind, masked)
+        if described is kind or described.features.get("coref") and described.type == "concept":
+            continue
+        j = i + 1
+        if not _IN_PLACE.fullmatch(masked, kind.end, group[j].start):
+            continue
+        while group[j].type == "concept" and j + 1 < len(group) and j < i + 3 and _OF.fullmatch(masked, group[j].end, group[j + 1].start):
+            j += 1  # "on the coast of Peru", "in the collection of the Museum"
+        place = group[j]
+        if place.type in _NAMED and place.name[:1].isupper() and not place.features.get("coref") and place.norm != described.norm:
+            found.append(RelationCandidate(described, place, "located_in", 0.6, 1.0, sentence, "patterns"))
+    return found
 
 
 def _titled_names(group, masked, sentence):

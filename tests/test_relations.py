@@ -811,7 +811,8 @@ def _stated(chunk, mentions, context):
         ]),
         ("The workshop of Tomas Berg built the Harbour Bridge.", [("workshop", "stated", "Harbour Bridge", 0.55, 0.833)]),
         # nouns a linking verb takes are part of the phrase
-        ("Umea is a town on the coast of Sweden.", [("Umea", "stated", "Sweden", 0.55, 0.588)]),
+        ("Umea has a harbour on the coast of Sweden.", [("Umea", "stated", "Sweden", 0.55, 0.588)]),
+        ("Umea is a town on the coast of Sweden.", []),  # located_in (_kind_in_place)
         ("The Harbour Bridge is known for its cables.", [("Harbour Bridge", "stated", "cables", 0.55, 0.714)]),
         # a relative clause is said of the mention before it; the main clause goes on past it
         ("Tomas Berg, who lived in Umea, repaired the Harbour Bridge.", [
@@ -940,3 +941,13 @@ def test_a_modal_before_be_states_no_kind():
     # The present tense still does, and so does "to be"
     found = candidates("The tide gauge is a useful tool for harbour pilots.", relations.pattern_relations)
     assert ("tide gauge", "is_a", "tool") in [c[:3] for c in found]
+
+
+def test_a_kind_in_a_place_is_located_in_the_place():
+    found = candidates("Tarnby is a fishing town in eastern Lorvia.", relations.pattern_relations)
+    assert ("Tarnby", "located_in", "Lorvia", 0.6, 1.0) in found
+    found = candidates("Kestrel Bay, a village on the island of Orsk, has a mill.", relations.pattern_relations)
+    assert ("Kestrel Bay", "located_in", "Orsk", 0.6, 1.0) in found
+    # A kind of person in a place, or a concept after the preposition, is no location.
+    found = candidates("Mara Lind was a weaver in Tarnby. Tarnby is a town in decline.", relations.pattern_relations)
+    assert not [c for c in found if c[1] == "located_in"]
