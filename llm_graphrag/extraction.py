@@ -1282,6 +1282,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "the cartilage that covers the bone"
         if prev_class in ("noun", "name", "mod", "other") and _verb_follows(low, k, tokens, prev_word):
             return "verb"  # "Python uses the ...", "heart pumps blood"
+        if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text):
+            return "verb"  # "The Danube flows through Vienna": a sentence needs its verb
         return "noun"
     if cls == "verb":
         if low.endswith(("ing", "ed")) and low not in _IRREGULAR_VERB_FORMS:
@@ -1296,6 +1298,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         nxt = tokens[k + 1][2]
         if (nxt.lower() in DETERMINERS or nxt[0].isupper()) and not text[tokens[k][1] : tokens[k + 1][0]].strip():
             return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
+    if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text):
+        return "verb"  # "The painting hangs in the Louvre."
     if (
         cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
         and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "its", "their", "your")
@@ -1313,6 +1317,26 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     return cls
 
 
+
+
+_FINITE = frozenset("am is are was were has have had does do did".split()) | MODALS
+_OPENING_DETERMINERS = frozenset("the a an this that its their his her".split())
+
+
+def _only_verb_slot(low, k, tokens, text):
+    """Whether an -s form after the noun phrase that opens a full sentence is the verb no
+    other word of the sentence can be: "The Rhine rises in the Alps." ("The river's rises
+    and falls are ..." has its verb elsewhere)."""
+    if not low.endswith("s") or low.endswith(_KEEP_S) or k < 2 or tokens[0][2].lower() not in _OPENING_DETERMINERS:
+        return False
+    if text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
+        return False  # a heading, a list item or a fragment: no sentence that needs a verb
+    if any(not w[0].isalpha() or w.lower() in STOPWORDS or word_class(w.lower()) == "verb" for _, _, w in tokens[1:k]):
+        return False  # the opening noun phrase is nouns and names only
+    return not any(
+        w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing"))
+        for _, _, w in tokens[k + 1 :]
+    )
 
 
 def _verb_follows(low, k, tokens, prev_word):

@@ -110,6 +110,9 @@ _PATTERNS = [
     (r"\b(?:provides|provide|implements|implement|exposes|expose)\b", "defines", 0.7, False),
     (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)s?\s+of\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:sub-?class(?:es)?|subtypes?|instances?|speciali[sz]ations?)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
+    # What a thing is taken for it is: "is often described as the first novel", "is
+    # considered one of the greatest plays", "is regarded as a classic".
+    (rf"\b{_BE}\s+(?:(?:often|widely|generally|commonly|usually|sometimes|also|now|still)\s+|{_ADV})(?:(?:described|regarded|seen|viewed|recogni[sz]ed|classified|classed|counted)\s+as|considered(?:\s+(?:as|to\s+be))?)(?:\s+one\s+of)?(?:\s+(?:an?|the))?\b", "is_a", 0.6, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     (r",\s+(?:an?)\s+", "is_a", 0.55, False),
@@ -1264,8 +1267,10 @@ def relation_phrase(between, relative=False):
     classes = []
     for w in words:
         cls = _phrase_class(w, classes[-1] if classes else None)
-        if relative and not classes and cls == "word" and w.islower() and w.endswith("s"):
-            cls = "verb"  # "which spans": a relative pronoun is the subject of a verb
+        if not classes and cls == "word" and w.islower() and w.endswith("s") and (
+            relative or len(words) > 1 and words[1].lower() in _RELATION_PREPOSITIONS
+        ):
+            cls = "verb"  # "which spans": a relative pronoun is the subject of a verb; "X hangs in"
         classes.append(cls)
     if len(words) > 2 and words[-2].lower() == "to" and classes[-3] == "verb" and classes[-1] == "word" and (
         words[-1].isalpha() and words[-1].islower() and not words[-1].endswith("s")
@@ -1431,12 +1436,22 @@ def stated_relations(chunk, mentions, context):
                 for subj in subjects:
                     if subj.norm == obj.norm or frozenset((subj.norm, obj.norm)) in joined:
                         continue
+                    if _WHERE_IT_IS.fullmatch(phrase) and obj.type in _LISTING and obj.name[:1].isupper():
+                        found.append(RelationCandidate(subj, obj, "located_in", 0.6, 1.0 / (1.0 + 0.1 * gap), sentence, "patterns"))
+                        continue
                     found.append(RelationCandidate(
                         subj, obj, "stated", 0.55, 1.0 / (1.0 + 0.1 * gap), sentence, STATED_PREFIX + phrase
                     ))
     return found
 
 
+# A phrase that says where a thing is, before a name: "stands in", "lies on", "has been in
+# the collection of" ("was born in", "worked in" say where one was for a while, and a bare
+# "is in" is as often a language or a list: "the module is in Python"; those stay stated).
+_WHERE_IT_IS = re.compile(
+    r"(?:(?:has|have|had)\s+been|stands|stood|lies|lay|sits|sat|hangs|hung)"
+    r"(?:\s+(?:now|still|today|also|\w+ly))?\s+(?:in|on|inside|within)(?:\s+the\s+(?:collection|heart|centre|center|middle|north|south|east|west)\s+of)?"
+)
 _COMMA_AFTER = re.compile(r"\s*,")
 _LISTING = frozenset(("name", "PERSON", "ORG", "GPE", "PRODUCT", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART"))
 # A relative pronoun right after a mention opens a clause said of it: "X, which runs on Y",

@@ -1429,3 +1429,13 @@ def test_a_document_linked_again_keeps_its_unchanged_mention_and_held_rows(tmp_p
     # fewer rows written: the kept ones have the ids they had
     last = lambda db: db.execute("select max(id) from mentions").fetchone()[0]  # noqa: E731
     assert last(diffed) < last(rewritten)
+
+
+def test_an_s_word_after_a_sentences_opening_noun_phrase_is_its_only_verb():
+    found = names(mentions_of("The tide rises in the estuary.", extractors=(extraction.concept_mentions,)))
+    assert found == [("tide", "concept"), ("estuary", "concept")]
+    # Another verb in the sentence, or no full sentence: the -s word stays a noun.
+    found = names(mentions_of("The tide rises in spring are small.", extractors=(extraction.concept_mentions,)))
+    assert ("tide rises", "concept") in found
+    found = names(mentions_of("The tide rises in the estuary", extractors=(extraction.concept_mentions,)))
+    assert ("tide rises", "concept") in found
