@@ -115,7 +115,9 @@ _PATTERNS = [
     (rf"\b{_BE}\s+(?:(?:often|widely|generally|commonly|usually|sometimes|also|now|still)\s+|{_ADV})(?:(?:described|regarded|seen|viewed|recogni[sz]ed|classified|classed|counted)\s+as|considered(?:\s+(?:as|to\s+be))?)(?:\s+one\s+of)?(?:\s+(?:an?|the))?\b", "is_a", 0.6, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
-    (r",\s+(?:an?)\s+", "is_a", 0.55, False),
+    # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
+    # highest mountain on Earth"), where "the" names one of a kind rather than a list item.
+    (r",\s+(?:an?|the(?=\s+(?:[a-z]+est|first|second|third|fourth|fifth|last|only)\s))\s+", "is_a", 0.55, False),
     (r"\bsuch\s+as\b|\b(?:including|like)\b", "is_a", 0.55, True),
     (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
     (r"\b(?:causes|cause|caused|leads?\s+to|led\s+to|results?\s+in|triggers)\b", "causes", 0.8, False),
@@ -382,6 +384,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_place_in_place(group, masked, sentence))
         if " in " in sentence or " on " in sentence or " near " in sentence:
             found.extend(_kind_in_place(group, masked, sentence))
+        if " of " in sentence:
+            found.extend(_kind_of_name(group, masked, sentence))
         if " by " in sentence:
             found.extend(_work_by(group, masked, sentence))
         if " from " in sentence:
@@ -571,6 +575,8 @@ def _left_of(group, position, masked, ends=None, finite=False):
         # "the water behind a dam forms a pond": a prepositional object is no subject; the
         # noun it hangs on is ("the cache of Basin uses" -> cache), if it is a mention.
         if index and not masked[group[index - 1].end : preposition.start()].strip():
+            if _place_of_name(group[index - 1], best, masked):
+                return best, gap  # "the city of Florence is": Florence is
             return group[index - 1], gap + 1
         return None, 0
     return best, gap
@@ -981,6 +987,32 @@ def _kind_in_place(group, masked, sentence):
     return found
 
 
+# Kinds of place named by "the <kind> of <Name>": "the island of Honshu", "the city of Kyoto".
+_PLACE_KINDS = frozenset(
+    "city town village county province state kingdom empire republic island isle region district "
+    "peninsula duchy principality canton prefecture municipality borough parish".split()
+)
+_THE_BEFORE = re.compile(r"\b[Tt]he\s+$")
+
+
+def _place_of_name(a, b, masked):
+    """Whether concept ``a`` and name ``b`` read "the island of Honshu" (one place)."""
+    return (
+        a.type == "concept" and a.name.lower() in _PLACE_KINDS and masked[a.end : b.start] == " of "
+        and b.type in _NAMED and b.name[:1].isupper() and not b.features.get("coref")
+        and _THE_BEFORE.search(masked, max(0, a.start - 5), a.start) is not None
+    )
+
+
+def _kind_of_name(group, masked, sentence):
+    """"the island of Honshu", "the city of Kyoto": the name after "of" is a place of the
+    kind before it (of the kinds of place only: "the court of Louis" names no court)."""
+    return [
+        RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns")
+        for a, b in zip(group, group[1:]) if _place_of_name(a, b, masked)
+    ]
+
+
 def _titled_names(group, masked, sentence):
     """A name is what its title says: "the architect Ada Lovelace" is_a architect."""
     return [
@@ -1308,6 +1340,8 @@ def _subject(group, k, masked, s_start):
             return m
         if k == 0 or not _OF_LINK.fullmatch(masked, group[k - 1].end, m.start):
             return None
+        if _place_of_name(group[k - 1], m, masked):
+            return m  # "the island of Crete lies in": Crete does
         k -= 1
     return None
 

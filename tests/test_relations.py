@@ -970,3 +970,21 @@ def test_a_phrase_saying_where_a_thing_stands_is_located_in():
     # Where one was born or worked stays stated.
     found = candidates("Tomas Berg was born in Umea.", _stated)
     assert [c[1] for c in found] == ["stated"]
+
+
+def test_the_kind_of_place_before_a_name_is_what_the_name_is():
+    found = candidates("The island of Orsk lies in the Lorvian Sea, near the town of Tarnby.", relations.pattern_relations)
+    assert ("Orsk", "is_a", "island", 0.6, 1.0) in found
+    assert ("Tarnby", "is_a", "town", 0.6, 1.0) in found
+    assert [c[:3] for c in candidates("The island of Orsk lies in the Lorvian Sea.", _stated)] == [("Orsk", "located_in", "Lorvian Sea")]
+    # Not a kind of place ("the court of"), or no "the" before it.
+    found = candidates("The court of Queen Mara met in an island of Orsk.", relations.pattern_relations)
+    assert not [c for c in found if c[1] == "is_a"]
+
+
+def test_an_apposition_with_a_superlative_says_what_a_name_is():
+    found = candidates("Mount Orsk, the highest mountain of Lorvia, is steep.", relations.pattern_relations)
+    assert ("Mount Orsk", "is_a", "mountain", 0.55, 0.87) in found
+    # "the" alone opens no apposition: "Tk, the toolkit, and Tcl" may be a list.
+    found = candidates("Mount Orsk, the mountain, and Lake Vell are near.", relations.pattern_relations)
+    assert not [c for c in found if c[1] == "is_a"]
