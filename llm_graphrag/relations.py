@@ -96,7 +96,7 @@ _PATTERNS = [
     (r"\b(?:supports|support)\b", "integrates_with", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}configured\s+(?:via|through|with|by|using|in|from)\b", "configured_via", 0.85, False),
     # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
-    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
+    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed|operated|administered)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
     # A maker named by a participle with no copula, a year between: "a theory proposed by
     # X", "founded in 1865 by X", "the novel written by X".
@@ -323,6 +323,8 @@ def pattern_relations(chunk, mentions, context):
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
+            if rel == "located_in" and rights:
+                rights = [(_place_beyond(group, r, masked), gap) for r, gap in rights]
             complements = None
             if left is None and reverse and rights and not _finite(match.group()):
                 # "the two supported by Django are pylibmc and pymemcache": a participle
@@ -344,9 +346,14 @@ def pattern_relations(chunk, mentions, context):
                 if left.type != "code" or not rights:
                     continue
             if rel == "produces" and reverse and _CREATED.match(match.group()):
-                rights = [r for r in rights if r[0].type == "code"]  # "created by Guido": no product
-                if not rights:
-                    continue
+                code = [r for r in rights if r[0].type == "code"]  # "created by Guido": no product
+                if not code:
+                    # A name that built a thing owns it: "built by the Suez Canal Company".
+                    rights = [r for r in rights if r[0].type in _MAKERS and r[0].name[:1].isupper()]
+                    if not rights:
+                        continue
+                    rel, reverse = "owned_by", False
+                rights = code or rights
             if _SUPPORTS.search(match.group()) and not complements:
                 # "it only supports synchronous code": support names a relation between
                 # named things, not a property
@@ -604,7 +611,7 @@ def _apposition_head(group, index, masked):
     return None
 
 
-_DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}")
+_DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+(?:['’]s)?\s+){{0,2}}")  # "the world's largest"
 
 
 _OF_FOR = re.compile(r"\s+(?:for|of)\s+(?:the\s+)?")
@@ -638,7 +645,14 @@ def _described(group, left, masked):
     """What a participle after a describing noun is said of: in "Chlorophyll is a pigment
     found in chloroplasts" and "Tk, a toolkit implemented with Tcl", the named thing."""
     i = group.index(left)
-    if left.type != "concept" or i == 0 or not _DESCRIBES.fullmatch(masked, group[i - 1].end, left.start):
+    if left.type != "concept" or i == 0:
+        return left
+    if i > 1 and _POSSESSIVE.fullmatch(masked, group[i - 1].end, left.start):
+        i -= 1  # "the world's largest museum": the possessor is no describing noun's subject
+        if _DESCRIBES.fullmatch(masked, group[i - 1].end, group[i].start):
+            return group[i - 1]
+        return left
+    if not _DESCRIBES.fullmatch(masked, group[i - 1].end, left.start):
         return left
     return group[i - 1]
 
@@ -706,7 +720,7 @@ def _shared_head(a, b, masked):
     )
 
 
-_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+")  # "the package's", "the users'"
+_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+(?:(?:most|least)\s+)?")  # "the package's", "the users'", "the world's most"
 # "to build a wheel using X": a means ("using", "utilizing") goes with the verb, and so
 # with its subject, not with the verb's object.
 _MEANS = re.compile(r"(?:using|utili[sz]ing)\b")
@@ -963,6 +977,23 @@ def _place_in_place(group, masked, sentence):
 # "a city in southern Norway", "a town on the coast of Peru": a locative preposition after
 # the kind a copula or an apposition gives, past one modifier and "the X of" chains.
 _IN_PLACE = re.compile(r"\s+(?:in|on|near)\s+(?:the\s+)?(?:[a-z]+(?:-[a-z]+)*\s+)?")
+
+
+# Parts of a place that name where in it: "in the centre of Paris" is in Paris.
+_PLACE_PARTS = frozenset(
+    "centre center heart middle north south east west edge outskirts coast shore shores bank banks "
+    "foot top side part suburbs".split()
+)
+
+
+def _place_beyond(group, right, masked):
+    """The name a part of a place belongs to ("the centre of Paris": Paris), else ``right``."""
+    i = group.index(right)
+    if right.type == "concept" and right.name.lower() in _PLACE_PARTS and i + 1 < len(group):
+        place = group[i + 1]
+        if place.type in _NAMED and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
+            return place
+    return right
 
 
 def _kind_in_place(group, masked, sentence):

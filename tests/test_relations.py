@@ -524,8 +524,10 @@ def test_a_passive_product_points_from_its_maker():
     assert candidates("The default `tide.cfg` created by `heron init` has `Kestrel` enabled.", relations.pattern_relations) == [
         ("heron init", "produces", "tide.cfg", 0.7, 1.0),
     ]
-    # Made by a person or a group: no product (written/created by is owned_by).
-    assert candidates("The Basin toolkit, created by Ada Lovelace, keeps tide tables.", relations.pattern_relations) == []
+    # Made by a person or a group: no product; written/created by is owned_by.
+    assert candidates("The Basin toolkit, created by Ada Lovelace, keeps tide tables.", relations.pattern_relations) == [
+        ("Basin", "owned_by", "Ada Lovelace", 0.7, 0.87),
+    ]
     assert candidates("Basin was created by Ada Lovelace.", relations.pattern_relations) == [
         ("Basin", "owned_by", "Ada Lovelace", 0.8, 1.0),
     ]
@@ -988,3 +990,20 @@ def test_an_apposition_with_a_superlative_says_what_a_name_is():
     # "the" alone opens no apposition: "Tk, the toolkit, and Tcl" may be a list.
     found = candidates("Mount Orsk, the mountain, and Lake Vell are near.", relations.pattern_relations)
     assert not [c for c in found if c[1] == "is_a"]
+
+
+def test_a_name_that_built_or_operates_a_thing_owns_it():
+    found = candidates("The Orsk Canal was built by the Lorvian Canal Company.", relations.pattern_relations)
+    assert ("Orsk Canal", "owned_by", "Lorvian Canal Company", 0.7, 0.87) in found
+    found = candidates("The Orsk Canal is operated by the Orsk Port Authority.", relations.pattern_relations)
+    assert ("Orsk Canal", "owned_by", "Orsk Port Authority", 0.8, 0.87) in found
+    # Code that built a file produces it; a common noun is no maker.
+    found = candidates("The wall was built by workers.", relations.pattern_relations)
+    assert not [c for c in found if c[1] in ("owned_by", "produces")]
+
+
+def test_a_possessive_and_a_part_of_a_place_are_seen_through():
+    found = candidates("The Tarnby Museum is the world's largest museum, located in the centre of Orsk City.", relations.pattern_relations)
+    assert ("Tarnby Museum", "is_a", "largest museum", 0.6, 1.0) in found
+    assert ("Tarnby Museum", "located_in", "Orsk City", 0.75, 0.87) in found
+    assert not [c for c in found if c[2] in ("world", "centre")]
