@@ -1122,6 +1122,18 @@ def _superlative(word):
     )
 
 
+_ORDINALS = frozenset("second third fourth fifth sixth seventh eighth ninth tenth".split())
+
+
+def _ranking(word):
+    """A word that ranks a thing among its kind, no part of the kind's name: "largest",
+    "sixth", "second-longest", "most-visited"."""
+    if word in _ORDINALS or _superlative(word):
+        return True
+    first, _, rest = word.partition("-")
+    return bool(rest) and (first in _ORDINALS or first in ("most", "least")) and "-" not in rest
+
+
 _NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve".split())
 _CARDINALS = _NUMBER_WORDS | frozenset(
     """thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty
@@ -1458,6 +1470,8 @@ def _emit(run, mentions, text):
         )
     ):
         run = run[1:]
+    while len(run) > 1 and _ranking(run[0][2]):
+        run = run[1:]  # "the largest hot desert", "the second-longest river": the kind is a hot desert, a river
     while run and run[-1][3] in ("adj", "mod") and not (len(run) > 1 and run[-1][2] in ADJECTIVE_NOUNS):
         run = run[:-1]
     if not run:

@@ -1439,3 +1439,9 @@ def test_an_s_word_after_a_sentences_opening_noun_phrase_is_its_only_verb():
     assert ("tide rises", "concept") in found
     found = names(mentions_of("The tide rises in the estuary", extractors=(extraction.concept_mentions,)))
     assert ("tide rises", "concept") in found
+
+
+def test_a_ranking_word_is_no_part_of_a_kinds_name():
+    found = names(mentions_of("Orsk is the largest salt marsh and the second-longest estuary.", extractors=(extraction.concept_mentions,)))
+    assert ("salt marsh", "concept") in found and ("estuary", "concept") in found
+    assert not [n for n, _ in found if "largest" in n or "longest" in n]
