@@ -1379,6 +1379,8 @@ def _participle(low, k, tokens, prev_class, prev_word):
         nxt = ""  # "condensing causes a liquid...": the next word is the verb
     if low.endswith("ing") and prev_word in DETERMINERS and nxt.isalpha() and nxt.islower() and nxt not in STOPWORDS:
         return "adj"  # "an incoming request"
+    if low.endswith("ing") and prev_class == "noun" and _person_noun(lemma(prev_word)) and (not nxt or nxt.lower() in _AFTER_HEAD):
+        return "verb"  # what a person does: "a physician working at", "a farmer living in"
     if (
         low.endswith("ing") and low not in VERB_FORMS and prev_class in ("noun", "mod")
         and nxt.isalpha() and nxt.islower() and word_class(nxt) in ("noun", "ambiguous")

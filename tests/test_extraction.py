@@ -1445,3 +1445,12 @@ def test_a_ranking_word_is_no_part_of_a_kinds_name():
     found = names(mentions_of("Orsk is the largest salt marsh and the second-longest estuary.", extractors=(extraction.concept_mentions,)))
     assert ("salt marsh", "concept") in found and ("estuary", "concept") in found
     assert not [n for n, _ in found if "largest" in n or "longest" in n]
+
+
+def test_an_ing_word_after_a_kind_of_person_is_what_the_person_does():
+    found = names(mentions_of("Mara Lind, a weaver living in Tarnby, sold cloth.", extractors=(extraction.concept_mentions,)))
+    assert ("weaver", "concept") in found
+    assert not [n for n, _ in found if "living" in n]
+    # A compound's head after a thing stays: "an oil painting by".
+    found = names(mentions_of("The museum shows an oil painting by Mara Lind.", extractors=(extraction.concept_mentions,)))
+    assert ("oil painting", "concept") in found
