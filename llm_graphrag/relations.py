@@ -209,6 +209,8 @@ _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|n
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 # A modal before a bare "be" says what may, must or will be, not what a thing is: "it will
 # usually be a big hindrance", "the value can be a list" state no kind.
+_THAT_BEFORE = re.compile(r"\bthat\s+$")
+_THIRD_PERSON = re.compile(r"[a-z]+s\b(?!['’])")
 _MODAL_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(MODALS))})\s+(?:not\s+)?(?:\w+ly\s+|also\s+)?$")
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
@@ -296,8 +298,10 @@ def pattern_relations(chunk, mentions, context):
             inside = group[bisect_right(ends, t_start) : bisect_left(starts, t_end)]
             if any(m.type not in ("concept", "DATE") or m.start <= t_start or m.end > t_end for m in inside):
                 continue  # the trigger is in a mention ("data interchange format"), not "is a subclass of"
-            if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
-                continue
+            if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]) and not (
+                _THAT_BEFORE.search(masked, max(s_start, t_start - 6), t_start) and _THIRD_PERSON.match(match.group())
+            ):
+                continue  # "the use of", "that use"; but "that uses Y": a relative clause's verb
             if _CONDITION.match(masked, s_start) and "," not in masked[s_start:t_start]:
                 continue  # "Should your project require X, ...": a condition, no statement
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
@@ -547,6 +551,7 @@ def _finite(trigger):
 
 
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
+_RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
 
 
@@ -561,6 +566,10 @@ def _left_of(group, position, masked, ends=None, finite=False):
     between = masked[best.end : position]
     if _RELATIVE.match(between):
         return best, 1  # "RFC 7159 (which obsoletes RFC 4627)", "X, which uses Y"
+    if _RESTRICTIVE.match(between) and best.type == "concept":
+        described = _described(group, best, masked)
+        if described is not best:
+            return described, 1  # "X is an insect that lives in colonies": X does
     if _APPOSITION_END.match(between) and index:
         head = _apposition_head(group, index, masked)
         if head is not None:
@@ -720,7 +729,8 @@ def _shared_head(a, b, masked):
     )
 
 
-_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+(?:(?:most|least)\s+)?")  # "the package's", "the users'", "the world's most"
+# "the package's", "the users'", "the world's most visited", "the world's largest"
+_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+(?:(?:most|least)\s+)?(?:[a-z]+est\s+)?")
 # "to build a wheel using X": a means ("using", "utilizing") goes with the verb, and so
 # with its subject, not with the verb's object.
 _MEANS = re.compile(r"(?:using|utili[sz]ing)\b")
