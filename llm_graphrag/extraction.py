@@ -1141,6 +1141,9 @@ _CARDINALS = _NUMBER_WORDS | frozenset(
 )
 
 
+_DIRECTION = re.compile(r"(?:north|south|east|west|north-?east|north-?west|south-?east|south-?west|home|up|down|in|out|sea|land|sky)wards?")
+
+
 @lru_cache(maxsize=100_000)
 def word_class(word):
     """Context-free class of a lower-case word: stop, verb, ambiguous, adverb, adj, noun."""
@@ -1154,6 +1157,8 @@ def word_class(word):
         return "ambiguous"
     if word in VERB_FORMS:
         return "verb"
+    if _DIRECTION.fullmatch(word):
+        return "adverb"  # "flows northward", "sailed homewards"
     if word.endswith("ly") and len(word) > 4 and word not in _LY_NOUNS:
         if word in _LY_ADJECTIVES or "-" in word:
             return "adj"  # "a daily job", "an asynchronous-friendly standard"
@@ -1333,6 +1338,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
 
 _FINITE = frozenset("am is are was were has have had does do did".split()) | MODALS
 _OPENING_DETERMINERS = frozenset("the a an this that its their his her".split())
+_NP_PREPOSITIONS = frozenset("of by in on from with at".split())
 
 
 def _only_verb_slot(low, k, tokens, text):
@@ -1343,8 +1349,11 @@ def _only_verb_slot(low, k, tokens, text):
         return False
     if text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
         return False  # a heading, a list item or a fragment: no sentence that needs a verb
-    if any(not w[0].isalpha() or w.lower() in STOPWORDS or word_class(w.lower()) == "verb" for _, _, w in tokens[1:k]):
-        return False  # the opening noun phrase is nouns and names only
+    if any(
+        not w[0].isalpha() or w.lower() in STOPWORDS and w.lower() not in _NP_PREPOSITIONS or word_class(w.lower()) == "verb"
+        for _, _, w in tokens[1:k]
+    ):
+        return False  # the opening noun phrase is nouns, names and their prepositions ("The Mona Lisa by Leonardo")
     return not any(
         w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing"))
         for _, _, w in tokens[k + 1 :]

@@ -575,7 +575,9 @@ def _left_of(group, position, masked, ends=None, finite=False):
         if head is not None:
             return head, 1  # "Django, being a web framework, needs": Django needs
     between = between[1:] if between.startswith(")") else between  # "X (Y) is": Y
-    if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between):
+    if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between) or best.type in ("DATE", "version") and re.fullmatch(
+        r"\s+(?:and|but)\s+(?:\w+\s+)?", between
+    ):  # "founded in 1994 and is headquartered in": a date is no subject
         first = group[0]
         if first.end <= position and first is not best:
             return first, 1  # "It provides X, and requires Y": the sentence subject
@@ -919,9 +921,15 @@ def _work_by(group, masked, sentence):
     """"Ivanhoe is a novel by Walter Scott", "Ivanhoe, a novel by Walter Scott": what the
     noun describes is owned by the name after "by" (after its title: "by the poet X")."""
     found = []
-    for i in range(1, len(group) - 1):
+    for i in range(len(group) - 1):
         a, b = group[i], group[i + 1]
-        if a.type != "concept" or not _BY.fullmatch(masked, a.end, b.start):
+        if a.type in _NAMED and a.name[:1].isupper() and b.type in _NAMED and " " in b.name and _BY.fullmatch(masked, a.end, b.start) and (
+            _THE_BEFORE.search(masked, max(0, a.start - 5), a.start) and not a.features.get("coref") and a.norm != b.norm
+            and not _AFTER_PREPOSITION.search(masked, max(0, a.start - 16), a.start)  # "defeated at the Battle of X by Y"
+        ):
+            found.append(RelationCandidate(a, b, "owned_by", 0.6, 1.0, sentence, "patterns"))  # "the Mona Lisa by Leonardo da Vinci"
+            continue
+        if not i or a.type != "concept" or not _BY.fullmatch(masked, a.end, b.start):
             continue
         if b.type == "concept" and i + 2 < len(group) and _titled(b, group[i + 2], masked):
             b = group[i + 2]
@@ -1363,7 +1371,7 @@ _PREPOSITION_BEFORE = re.compile(
     re.I,
 )
 # What joins a head noun to its prepositional object: "movement of the plates".
-_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
+_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with|by)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
 # What opens an apposition: "Johannes Gutenberg, a goldsmith from Mainz, developed".
 _APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the|(?P<relative>who|which))\s")
 # Verbs that link a subject to a noun, which a relation phrase may then hold ("is a city

@@ -1454,3 +1454,8 @@ def test_an_ing_word_after_a_kind_of_person_is_what_the_person_does():
     # A compound's head after a thing stays: "an oil painting by".
     found = names(mentions_of("The museum shows an oil painting by Mara Lind.", extractors=(extraction.concept_mentions,)))
     assert ("oil painting", "concept") in found
+
+
+def test_a_direction_word_is_an_adverb():
+    assert extraction.word_class("northward") == "adverb" and extraction.word_class("homewards") == "adverb"
+    assert extraction.word_class("reward") != "adverb"

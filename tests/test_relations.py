@@ -1016,3 +1016,20 @@ def test_a_restrictive_relative_clause_is_said_of_what_its_noun_describes():
     assert ("heron", "located_in", "coastal marshes", 0.7, 0.87) in found
     # A bare kind before "that" names no one thing; "that use" is no verb of a singular.
     assert not candidates("Toolkits that use Heron are fast.", relations.pattern_relations)
+
+
+def test_a_named_work_by_a_name_is_owned_by_it():
+    found = candidates("The Harbour Bell by Mara Lind hangs in the Tarnby Museum.", relations.pattern_relations)
+    assert ("Harbour Bell", "owned_by", "Mara Lind", 0.6, 1.0) in found
+    assert [c[:3] for c in candidates("The Harbour Bell by Mara Lind hangs in the Tarnby Museum.", _stated)] == [
+        ("Harbour Bell", "located_in", "Tarnby Museum"),
+    ]
+    # After a preposition, "by" names who did what the verb says.
+    found = candidates("He was beaten at the Tarnby Regatta by Mara Lind.", relations.pattern_relations)
+    assert not [c for c in found if c[1] == "owned_by"]
+
+
+def test_a_date_before_and_is_no_subject():
+    found = candidates("Tarnby Mills was founded by Mara Lind in 1904 and is headquartered in Orsk.", relations.pattern_relations)
+    assert ("Tarnby Mills", "located_in", "Orsk", 0.75, 0.87) in found
+    assert not [c for c in found if c[0] == "1904"]
