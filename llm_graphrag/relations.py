@@ -395,6 +395,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_place_in_place(group, masked, sentence))
         if " in " in sentence or " on " in sentence or " near " in sentence:
             found.extend(_kind_in_place(group, masked, sentence))
+        if ", " in sentence:
+            found.extend(_place_comma_place(group, masked, sentence))
         if " of " in sentence:
             found.extend(_kind_of_name(group, masked, sentence))
         if " by " in sentence:
@@ -1012,6 +1014,28 @@ def _place_beyond(group, right, masked):
         if place.type in _NAMED and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
             return place
     return right
+
+
+_PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|from|to)\s+(?:the\s+)?$")
+_CLAUSE_AFTER = re.compile(r"\s*(?:[.;:)]|,(?!\s*(?:and|or)\b)|$)")
+
+
+def _place_comma_place(group, masked, sentence):
+    """"in Paris, France", "born in Salzburg, in the Holy Roman Empire": after a preposition
+    of place, a name, a comma and a second name that closes the phrase: the first is in the
+    second (a third name or an "and" after it would make a list: "in Paris, Rome and Oslo")."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if not (a.type in _NAMED and b.type in _NAMED and a.name[:1].isupper() and b.name[:1].isupper()):
+            continue
+        if not re.fullmatch(r",\s+(?:in\s+(?:the\s+)?)?", masked[a.end : b.start]) or a.norm == b.norm:
+            continue
+        if not _PLACE_PREPOSITION.search(masked, max(0, a.start - 10), a.start) or a.features.get("coref"):
+            continue
+        if not _CLAUSE_AFTER.match(masked, b.end) or i + 2 < len(group) and _COORD.match(masked[b.end : group[i + 2].start]):
+            continue
+        found.append(RelationCandidate(a, b, "located_in", 0.6, 1.0, sentence, "patterns"))
+    return found
 
 
 def _kind_in_place(group, masked, sentence):

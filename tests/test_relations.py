@@ -1033,3 +1033,13 @@ def test_a_date_before_and_is_no_subject():
     found = candidates("Tarnby Mills was founded by Mara Lind in 1904 and is headquartered in Orsk.", relations.pattern_relations)
     assert ("Tarnby Mills", "located_in", "Orsk", 0.75, 0.87) in found
     assert not [c for c in found if c[0] == "1904"]
+
+
+def test_a_place_comma_place_after_a_preposition_is_located_in():
+    found = candidates("The mill stands in Tarnby, Lorvia.", relations.pattern_relations)
+    assert ("Tarnby", "located_in", "Lorvia", 0.6, 1.0) in found
+    found = candidates("Mara Lind was born in Tarnby, in the Orsk Duchy.", relations.pattern_relations)
+    assert ("Tarnby", "located_in", "Orsk Duchy", 0.6, 1.0) in found
+    # A list of places, or a name opening its clause, is no place in a place.
+    assert not candidates("She sold cloth in Tarnby, Orsk and Vell.", relations.pattern_relations)
+    assert not candidates("In Tarnby, Mara Lind met Tomas Berg.", relations.pattern_relations)
