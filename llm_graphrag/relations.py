@@ -1497,9 +1497,14 @@ def stated_relations(chunk, mentions, context):
         for i, a in enumerate(group[:-1]):
             start = a.end
             relative = _RELATIVE_OPENING.match(masked, start)
-            comma = None
+            comma = coordinated = None
             if relative:
                 start = relative.end()  # "X, who founded Y": X is the clause's subject
+            elif i and _AND_VERB.match(masked, start):
+                # "He was born in Eisenach and spent his career in Leipzig": a second verb
+                # phrase, said of the sentence's subject (a name or pronoun opening it).
+                coordinated = _AND_VERB.match(masked, start)
+                start = coordinated.end()
             else:
                 comma = _COMMA_AFTER.match(masked, start)
                 if comma:
@@ -1523,6 +1528,11 @@ def stated_relations(chunk, mentions, context):
                     subject = _described(group, subject, masked)  # "X is an engineer who designed"
                 if subject is not None and subject.type == "concept":
                     continue  # "functions that return a value": said of a kind, too loose to state
+            elif coordinated:
+                first = group[0]
+                if first.type not in _LISTING or not _OPENING.fullmatch(masked, s_start, first.start) or first is b:
+                    continue
+                subject = first
             elif comma:
                 subject = _apposition_subject(group, i, masked, s_start)
                 if subject is None and _participle(phrase):
@@ -1560,6 +1570,7 @@ _WHERE_IT_IS = re.compile(
     r"(?:\s+(?:now|still|today|also|\w+ly))?\s+(?:in|on|inside|within)(?:\s+the\s+(?:collection|heart|centre|center|middle|north|south|east|west)\s+of)?"
 )
 _COMMA_AFTER = re.compile(r"\s*,")
+_AND_VERB = re.compile(r"\s*,?\s*(?:and|but)\s+(?=[a-z])")
 _LISTING = frozenset(("name", "PERSON", "ORG", "GPE", "PRODUCT", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART"))
 # A relative pronoun right after a mention opens a clause said of it: "X, which runs on Y",
 # "the engineer who designed Y".

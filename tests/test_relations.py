@@ -1043,3 +1043,11 @@ def test_a_place_comma_place_after_a_preposition_is_located_in():
     # A list of places, or a name opening its clause, is no place in a place.
     assert not candidates("She sold cloth in Tarnby, Orsk and Vell.", relations.pattern_relations)
     assert not candidates("In Tarnby, Mara Lind met Tomas Berg.", relations.pattern_relations)
+
+
+def test_a_second_verb_phrase_is_said_of_the_sentences_subject():
+    found = candidates("Tomas Berg was born in Umea and later repaired the Harbour Bridge.", _stated)
+    assert ("Tomas Berg", "stated", "Harbour Bridge", 0.55, 0.769) in found
+    assert not [c for c in found if c[0] == "Umea"]
+    # A sentence opening with no name ("In Umea, ...") gives the second phrase no subject.
+    assert not [c for c in candidates("In 1900 the river flooded Umea and destroyed the Harbour Bridge.", _stated) if c[2] == "Harbour Bridge"]
