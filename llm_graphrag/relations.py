@@ -323,6 +323,10 @@ def pattern_relations(chunk, mentions, context):
             if left is not None and not _finite(match.group()):
                 if rel == "located_in" and left.type == "concept":
                     left = _phrase_head(group, left, masked)
+                if _COMMA_BEFORE.fullmatch(masked, left.end, t_start):
+                    # "the largest reef in the world, located off Queensland": a participle
+                    # after a comma is said of the noun a prepositional phrase hangs on
+                    left = _subject(group, group.index(left), masked, s_start) or left
                 left = _described(group, left, masked)
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
@@ -553,6 +557,7 @@ def _finite(trigger):
 
 
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
+_COMMA_BEFORE = re.compile(r"\s*,\s*")
 _RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
 

@@ -1051,3 +1051,9 @@ def test_a_second_verb_phrase_is_said_of_the_sentences_subject():
     assert not [c for c in found if c[0] == "Umea"]
     # A sentence opening with no name ("In Umea, ...") gives the second phrase no subject.
     assert not [c for c in candidates("In 1900 the river flooded Umea and destroyed the Harbour Bridge.", _stated) if c[2] == "Harbour Bridge"]
+
+
+def test_a_participle_after_a_comma_skips_a_prepositional_object():
+    found = candidates("The Orsk Reef is the largest reef in the world, located in the Lorvian Sea.", relations.pattern_relations)
+    assert ("Orsk Reef", "located_in", "Lorvian Sea", 0.75, 0.87) in found
+    assert not [c for c in found if c[0] == "world"]
