@@ -959,9 +959,17 @@ def _capitals(group, masked, sentence):
     the capital of Rhône": the capital is part of what it is the capital of."""
     found = []
     for i, (a, b) in enumerate(zip(group, group[1:])):
-        if a.type != "concept" or a.name.lower() not in ("capital", "capital city") or b.type == "concept":
+        if a.type != "concept" or a.name.lower() not in ("capital", "capital city"):
             continue
-        if masked[a.end : b.start] != " of " or not b.name[:1].isupper():
+        if b.type == "concept" and i + 2 < len(group) and re.fullmatch(r"\s+and\s+(?:(?:the|its)\s+)?(?:[a-z]+est\s+)?", masked[a.end : b.start]):
+            b = group[i + 2]  # "the capital and largest city of France"
+            if masked[group[i + 1].end : b.start] != " of ":
+                continue
+        elif masked[a.end : b.start] != " of ":
+            continue
+        if b.type == "concept":
+            continue
+        if not b.name[:1].isupper():
             continue
         described = _described(group, a, masked)
         if described is a and i and _AND_THE.fullmatch(masked, group[i - 1].end, a.start):

@@ -1057,3 +1057,8 @@ def test_a_participle_after_a_comma_skips_a_prepositional_object():
     found = candidates("The Orsk Reef is the largest reef in the world, located in the Lorvian Sea.", relations.pattern_relations)
     assert ("Orsk Reef", "located_in", "Lorvian Sea", 0.75, 0.87) in found
     assert not [c for c in found if c[0] == "world"]
+
+
+def test_the_capital_and_largest_city_of_a_place_is_part_of_it():
+    found = candidates("Tarnby is the capital and largest city of Lorvia.", relations.pattern_relations)
+    assert ("Tarnby", "part_of", "Lorvia", 0.6, 1.0) in found
