@@ -541,6 +541,8 @@ _AFTER_PREPOSITION = re.compile(
         "within", "without", "inside", "outside", "around", "toward", "towards", "against", "during", "via",
     })) + r")\s+(?:the\s+|an?\s+)?$"
 )
+# The same, past a possessive or a determiner and one modifier: "in its main courtyard".
+_PP_OBJECT = re.compile(_AFTER_PREPOSITION.pattern[: -len(r"(?:the\s+|an?\s+)?$")] + r"(?:(?:the|an?|its|their|his|her)\s+(?:[a-z-]+\s+)?)?$")
 
 
 # A participle with no copula hangs on the noun right before it ("software and applications
@@ -557,6 +559,7 @@ def _finite(trigger):
 
 
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
+_PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?")
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
 _RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
@@ -595,14 +598,18 @@ def _left_of(group, position, masked, ends=None, finite=False):
     if best.type == "concept" and best.name in KIND_NOUNS:
         if index and not masked[group[index - 1].end : best.start].strip():
             return group[index - 1], gap  # ":mod:`sqlite3` module was written by" -> sqlite3
-    preposition = _AFTER_PREPOSITION.search(masked, max(0, best.start - 16), best.start) if finite else None
+    finite = finite or _PASSIVE_GAP.fullmatch(between) is not None  # "X in its courtyard was designed by"
+    preposition = _PP_OBJECT.search(masked, max(0, best.start - 28), best.start) if finite else None
     if preposition is not None:
         # "the water behind a dam forms a pond": a prepositional object is no subject; the
         # noun it hangs on is ("the cache of Basin uses" -> cache), if it is a mention.
-        if index and not masked[group[index - 1].end : preposition.start()].strip():
-            if _place_of_name(group[index - 1], best, masked):
+        head = index - 1
+        if head >= 0 and group[head].end > preposition.start():
+            head -= 1  # a possessive inside the phrase: "in its main courtyard"
+        if head >= 0 and not masked[group[head].end : preposition.start()].strip():
+            if _place_of_name(group[head], best, masked):
                 return best, gap  # "the city of Florence is": Florence is
-            return group[index - 1], gap + 1
+            return group[head], gap + 1
         return None, 0
     return best, gap
 

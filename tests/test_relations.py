@@ -1062,3 +1062,9 @@ def test_a_participle_after_a_comma_skips_a_prepositional_object():
 def test_the_capital_and_largest_city_of_a_place_is_part_of_it():
     found = candidates("Tarnby is the capital and largest city of Lorvia.", relations.pattern_relations)
     assert ("Tarnby", "part_of", "Lorvia", 0.6, 1.0) in found
+
+
+def test_a_passive_subject_is_not_a_prepositional_object_after_a_possessive():
+    found = candidates("The Tarnby Museum is old. The glass dome in its main hall was designed by the architect Mara Lind.", relations.pattern_relations)
+    assert ("glass dome", "owned_by", "Mara Lind", 0.75, 0.69) in found
+    assert not [c for c in found if c[1] == "owned_by" and c[0] != "glass dome"]
