@@ -129,6 +129,8 @@ _PATTERNS = [
     (r"\b(?:publishes|publish|produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
     (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b|\b(?:based|headquartered)\s+in\b", "located_in", 0.75, False),
+    # What a place is home to is in it: "Tokyo is home to the Tokyo Stock Exchange".
+    (rf"\b{_BE}\s+(?:also\s+)?home\s+to\b", "located_in", 0.75, True),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
     (rf"\b{_BE}\s+{_ADV}(?:stored|kept|installed|placed|saved)\s+{_ADV}(?:in|on|at|under)\b|\b(?:lives?|resides?|occurs?)\s+(?:in|on|at)\b", "located_in", 0.7, False),
     # What a thing is made of is part of it: "water is made of hydrogen and oxygen".
