@@ -1072,5 +1072,5 @@ def test_a_passive_subject_is_not_a_prepositional_object_after_a_possessive():
 
 def test_what_a_place_is_home_to_is_located_in_it():
     found = candidates("Tarnby is home to the Orsk Museum and the Lind Mill.", relations.pattern_relations)
-    assert ("Orsk Museum", "located_in", "Tarnby", 0.75, 1.0) in found
-    assert ("Lind Mill", "located_in", "Tarnby", 0.75, 1.0) in found
+    assert ("Orsk Museum", "located_in", "Tarnby", 0.75, 0.87) in found
+    assert ("Lind Mill", "located_in", "Tarnby", 0.75, 0.87) in found
