@@ -211,6 +211,7 @@ _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|n
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 # A modal before a bare "be" says what may, must or will be, not what a thing is: "it will
 # usually be a big hindrance", "the value can be a list" state no kind.
+_DERIVED = re.compile(r"\bderive[sd]?\s+from\b")
 _THAT_BEFORE = re.compile(r"\bthat\s+$")
 _THIRD_PERSON = re.compile(r"[a-z]+s\b(?!['’])")
 _MODAL_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(MODALS))})\s+(?:not\s+)?(?:\w+ly\s+|also\s+)?$")
@@ -351,6 +352,8 @@ def pattern_relations(chunk, mentions, context):
                 rights = rights + [(m, rights[-1][1] + 1) for m in _colon_items(group, rights[-1][0], masked)]
             if rel == "defines" and _MODAL_BEFORE.search(masked, max(s_start, t_start - 16), t_start):
                 continue  # "each client must specify the port": an instruction, no definition
+            if _DERIVED.search(match.group()) and rights[0][0].type == "concept" and rights[0][0].name.split()[-1].islower():
+                continue  # "antibiotics derived from moulds": a substance's source, no subclass
             if _PROVIDES.match(match.group()):
                 rights = [r for r in rights if r[0].type == "code"]
                 if left.type != "code" or not rights:

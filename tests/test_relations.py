@@ -1074,3 +1074,8 @@ def test_what_a_place_is_home_to_is_located_in_it():
     found = candidates("Tarnby is home to the Orsk Museum and the Lind Mill.", relations.pattern_relations)
     assert ("Orsk Museum", "located_in", "Tarnby", 0.75, 0.87) in found
     assert ("Lind Mill", "located_in", "Tarnby", 0.75, 0.87) in found
+
+
+def test_derived_from_a_common_noun_is_no_subclass():
+    found = candidates("Tarnbicin is a drug derived from marsh moulds.", relations.pattern_relations)
+    assert not [c for c in found if c[1] == "is_a" and c[2] == "marsh moulds"]
