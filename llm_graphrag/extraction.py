@@ -161,7 +161,9 @@ _IRREGULAR_VERB_FORMS = """am is are was were been being be has had having does 
     told found left kept held brought began begun ran wrote written read said sent built
     spent stood understood meant became become chose chosen fell fallen felt grew grown
     heard hid hidden lay laid lain led lost paid rose risen sat shown sold stuck struck
-    taught threw thrown won wore worn born borne""".split()
+    taught threw thrown won wore worn born borne drove driven drew drawn spoke spoken fought
+    caught bought sought flew flown shook shaken fled dealt dug spun swept swung tore torn
+    wove woven swore sworn rode ridden stole stolen forgot forgotten""".split()
 
 GENERIC_NOUNS = frozenset(
     """thing things way ways lot lots kind kinds sort sorts example examples case cases

@@ -72,7 +72,7 @@ def fact_text(src_name, rel, dst_name, phrase=None):
 
 
 _BE = r"(?:is|are|was|were|be|been|being)"
-_MAKER_NOT = r"(?:in|by|on|at|for|from|with|to|as|into|under|during|after|before|through|over|and|or)\b|,"
+_MAKER_NOT = r"(?:in|by|on|at|for|from|with|to|as|into|under|during|after|before|through|over|and|or|of|\w+ly\s+of)\b|,"
 _ADV = r"(?:\w+ly\s+)?"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
@@ -134,7 +134,7 @@ _PATTERNS = [
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
     (rf"\b{_BE}\s+{_ADV}(?:stored|kept|installed|placed|saved)\s+{_ADV}(?:in|on|at|under)\b|\b(?:lives?|resides?|occurs?)\s+(?:in|on|at)\b", "located_in", 0.7, False),
     # What a thing is made of is part of it: "water is made of hydrogen and oxygen".
-    (rf"\b(?:{_BE}\s+)?(?:made\s+(?:up\s+)?|composed\s+|comprised\s+)of\b", "part_of", 0.7, True),
+    (rf"\b(?:{_BE}\s+)?(?:made\s+(?:up\s+)?|composed\s+|comprised\s+){_ADV}of\b", "part_of", 0.7, True),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
 ]

@@ -1459,3 +1459,8 @@ def test_an_ing_word_after_a_kind_of_person_is_what_the_person_does():
 def test_a_direction_word_is_an_adverb():
     assert extraction.word_class("northward") == "adverb" and extraction.word_class("homewards") == "adverb"
     assert extraction.word_class("reward") != "adverb"
+
+
+def test_an_irregular_participle_after_a_copula_is_no_noun():
+    found = names(mentions_of("The mill was driven by the river, and the tide was drawn by the moon.", extractors=(extraction.concept_mentions,)))
+    assert not [n for n, _ in found if n in ("driven", "drawn")]

@@ -1079,3 +1079,8 @@ def test_what_a_place_is_home_to_is_located_in_it():
 def test_derived_from_a_common_noun_is_no_subclass():
     found = candidates("Tarnbicin is a drug derived from marsh moulds.", relations.pattern_relations)
     assert not [c for c in found if c[1] == "is_a" and c[2] == "marsh moulds"]
+
+
+def test_made_of_with_an_adverb_is_part_of():
+    found = candidates("Orsk is a gas giant composed mainly of hydrogen and helium.", relations.pattern_relations)
+    assert ("hydrogen", "part_of", "Orsk", 0.7, 1.0) in found and ("helium", "part_of", "Orsk", 0.7, 1.0) in found
