@@ -1064,6 +1064,13 @@ def name_mentions(chunk, context):
                     and not tokens[j - 1][2].isupper() and not tokens[j + 1][2].isupper()
                 ):
                     j += 1
+                elif (
+                    w == "of" and j + 2 < n and tokens[j + 1][2] == "the" and tokens[j + 2][2][0].isupper()
+                    and not tokens[j + 2][2].isupper() and tokens[j + 2][2].lower() not in STOPWORDS
+                    and (start != first_start or word in proper) and masked[tokens[j][1] : tokens[j + 2][0]] == " the "
+                    and masked[tokens[j - 1][1] : tokens[j][0]] == " "
+                ):
+                    j += 2  # "the International Committee of the Red Cross", "the Battle of the Bulge"
                 else:
                     break
             span_tokens = tokens[i : last + 1]

@@ -119,7 +119,9 @@ _PATTERNS = [
     # highest mountain on Earth"), where "the" names one of a kind rather than a list item.
     (r",\s+(?:an?|the(?=\s+(?:[a-z]+est|first|second|third|fourth|fifth|last|only)\s))\s+", "is_a", 0.55, False),
     (r"\bsuch\s+as\b|\b(?:including|like)\b", "is_a", 0.55, True),
-    (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
+    # The passive, with or without its copula: "waves caused by a landslide", "most tsunamis
+    # are triggered by earthquakes".
+    (rf"\b(?:{_BE}\s+{_ADV})?(?:caused|triggered)\s+{_ADV}by\b", "causes", 0.85, True),
     (r"\b(?:causes|cause|caused|leads?\s+to|led\s+to|results?\s+in|triggers)\b", "causes", 0.8, False),
     # Phrasal causatives: "helped bring about the Reformation", "gave rise to the theory".
     (r"\b(?:brings?|brought|bringing)\s+about\b|\b(?:gives?|gave|giving|given)\s+rise\s+to\b", "causes", 0.75, False),
@@ -148,7 +150,7 @@ TRIGGER_LEADS = frozenset(
     integrate interoperates owns maintains maintain as originally defined co founded proposed invented designed composed painted
     directed published authored developed established wrote specified described
     documented standardised standardized defines define specifies specify such including like
-    causes cause caused leads lead led results result triggers produces produce produced
+    causes cause caused triggered leads lead led results result triggers produces produce produced
     generates generate generated publishes publish creates create created built based headquartered emitted yielded releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given

@@ -1084,3 +1084,10 @@ def test_derived_from_a_common_noun_is_no_subclass():
 def test_made_of_with_an_adverb_is_part_of():
     found = candidates("Orsk is a gas giant composed mainly of hydrogen and helium.", relations.pattern_relations)
     assert ("hydrogen", "part_of", "Orsk", 0.7, 1.0) in found and ("helium", "part_of", "Orsk", 0.7, 1.0) in found
+
+
+def test_caused_or_triggered_by_points_from_the_cause_with_or_without_a_copula():
+    found = candidates("Floods caused by heavy rain are common. Most floods are triggered by storms.", relations.pattern_relations)
+    assert ("rain", "causes", "floods", 0.85, 0.87) in found
+    assert ("storms", "causes", "floods", 0.85, 1.0) in found
+    assert not [c for c in found if c[0].lower() == "floods"]
