@@ -108,7 +108,7 @@ _PATTERNS = [
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
     (r"\b(?:provides|provide|implements|implement|exposes|expose)\b", "defines", 0.7, False),
-    (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)s?\s+of\b", "is_a", 0.85, False),
+    (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example|series|group|set|collection|family|chain)s?\s+of\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:sub-?class(?:es)?|subtypes?|instances?|speciali[sz]ations?)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
     # What a thing is taken for it is: "is often described as the first novel", "is
     # considered one of the greatest plays", "is regarded as a classic".

@@ -1091,3 +1091,9 @@ def test_caused_or_triggered_by_points_from_the_cause_with_or_without_a_copula()
     assert ("rain", "causes", "floods", 0.85, 0.87) in found
     assert ("storms", "causes", "floods", 0.85, 1.0) in found
     assert not [c for c in found if c[0].lower() == "floods"]
+
+
+def test_a_series_or_group_of_things_is_those_things():
+    found = candidates("Tarnbicin is a group of antibiotics. A seiche is a series of standing waves.", relations.pattern_relations)
+    assert ("Tarnbicin", "is_a", "antibiotics", 0.85, 1.0) in found
+    assert ("seiche", "is_a", "standing waves", 0.85, 1.0) in found
