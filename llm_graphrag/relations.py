@@ -731,6 +731,8 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
             between = _KIND_WORD.sub(" ", between)
         if clause and "," in between:
             break
+        if previous.type in _NAMED and m.type == "concept" and _APPOSED.fullmatch(between):
+            break  # "by Henry Dunant, a Swiss businessman": an apposition, no second item
         if _COORD.match(between):
             result.append((m, gap))
             previous = m
@@ -739,6 +741,7 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     return result
 
 
+_APPOSED = re.compile(r"\s*,\s*(?:an?|the)\s+")
 _BARE_AND = re.compile(r"\s+and\s+")
 
 

@@ -1097,3 +1097,9 @@ def test_a_series_or_group_of_things_is_those_things():
     found = candidates("Tarnbicin is a group of antibiotics. A seiche is a series of standing waves.", relations.pattern_relations)
     assert ("Tarnbicin", "is_a", "antibiotics", 0.85, 1.0) in found
     assert ("seiche", "is_a", "standing waves", 0.85, 1.0) in found
+
+
+def test_an_apposition_after_a_named_right_side_is_no_second_item():
+    found = candidates("The Orsk Guild was founded in 1863 by Mara Lind, a Lorvian weaver.", relations.pattern_relations)
+    assert ("Orsk Guild", "owned_by", "Mara Lind", 0.75, 0.87) in found
+    assert not [c for c in found if c[1] == "owned_by" and c[2] != "Mara Lind"]
