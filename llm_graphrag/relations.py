@@ -404,7 +404,7 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_titled_names(group, masked, sentence))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
-        if " in " in sentence or " on " in sentence or " near " in sentence:
+        if " in " in sentence or " on " in sentence or " near " in sentence or " of " in sentence:
             found.extend(_kind_in_place(group, masked, sentence))
         if ", " in sentence:
             found.extend(_place_comma_place(group, masked, sentence))
@@ -1080,8 +1080,10 @@ def _kind_in_place(group, masked, sentence):
         if described is kind or described.features.get("coref") and described.type == "concept":
             continue
         j = i + 1
-        if not _IN_PLACE.fullmatch(masked, kind.end, group[j].start):
-            continue
+        if not _IN_PLACE.fullmatch(masked, kind.end, group[j].start) and not (
+            kind.name.split()[-1].lower() in _PLACE_KINDS and masked[kind.end : group[j].start] == " of "
+        ):
+            continue  # "a port city in southern Norway"; "the largest city of Germany"
         while group[j].type == "concept" and j + 1 < len(group) and j < i + 3 and _OF.fullmatch(masked, group[j].end, group[j + 1].start):
             j += 1  # "on the coast of Peru", "in the collection of the Museum"
         place = group[j]

@@ -1103,3 +1103,10 @@ def test_an_apposition_after_a_named_right_side_is_no_second_item():
     found = candidates("The Orsk Guild was founded in 1863 by Mara Lind, a Lorvian weaver.", relations.pattern_relations)
     assert ("Orsk Guild", "owned_by", "Mara Lind", 0.75, 0.87) in found
     assert not [c for c in found if c[1] == "owned_by" and c[2] != "Mara Lind"]
+
+
+def test_the_largest_city_of_a_place_is_located_in_it():
+    found = candidates("Tarnby is the second-largest town of Lorvia.", relations.pattern_relations)
+    assert ("Tarnby", "located_in", "Lorvia", 0.6, 1.0) in found
+    # "of" after a kind that is no place: no location.
+    assert not [c for c in candidates("Mara Lind is the best weaver of Lorvia.", relations.pattern_relations) if c[1] == "located_in"]
