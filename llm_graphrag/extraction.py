@@ -1290,7 +1290,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their"):
         return "verb"  # an imperative opens its sentence: "Edit the settings"
     if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (
-        prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only")
+        prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only") or prev_word in _VERB_ADVERBS
     ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):
         if cls in ("ambiguous", "noun", "verb") and not (prev_word == "to" and low.endswith("ing") and cls == "noun"):
             return "verb"

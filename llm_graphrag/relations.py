@@ -114,7 +114,7 @@ _PATTERNS = [
     # considered one of the greatest plays", "is regarded as a classic".
     (rf"\b{_BE}\s+(?:(?:often|widely|generally|commonly|usually|sometimes|also|now|still)\s+|{_ADV})(?:(?:described|regarded|seen|viewed|recogni[sz]ed|classified|classed|counted)\s+as|considered(?:\s+(?:as|to\s+be))?)(?:\s+one\s+of)?(?:\s+(?:an?|the))?\b", "is_a", 0.6, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
-    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
+    (rf"\b{_BE}\s+(?:(?:now|also|still|once|currently|today)\s+)?(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
     # highest mountain on Earth"), where "the" names one of a kind rather than a list item.
     (r",\s+(?:an?|the(?=\s+(?:[a-z]+est|first|second|third|fourth|fifth|last|only)\s))\s+", "is_a", 0.55, False),

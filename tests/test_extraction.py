@@ -1473,3 +1473,8 @@ def test_a_name_may_hold_of_the():
     # Not from a capitalised word opening the sentence.
     found = names(mentions_of("Copies of the Orsk Almanac are rare.", extractors=(extraction.name_mentions,)))
     assert ("Copies of the Orsk Almanac", "name") not in found
+
+
+def test_a_verb_after_a_pronoun_and_a_frequency_adverb_is_no_noun():
+    found = names(mentions_of("Herons are birds. They mostly hunt eels in marshes.", extractors=(extraction.concept_mentions,)))
+    assert ("eels", "concept") in found and not [n for n, _ in found if "hunt" in n]

@@ -1110,3 +1110,9 @@ def test_the_largest_city_of_a_place_is_located_in_it():
     assert ("Tarnby", "located_in", "Lorvia", 0.6, 1.0) in found
     # "of" after a kind that is no place: no location.
     assert not [c for c in candidates("Mara Lind is the best weaver of Lorvia.", relations.pattern_relations) if c[1] == "located_in"]
+
+
+def test_a_copula_with_now_or_still_says_what_a_thing_is():
+    found = candidates("The Lind House is now a museum, and the Orsk Mill is still a mill.", relations.pattern_relations)
+    assert ("Lind House", "is_a", "museum", 0.6, 1.0) in found
+    assert ("Orsk Mill", "is_a", "mill", 0.6, 1.0) in found
