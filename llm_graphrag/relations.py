@@ -1074,16 +1074,16 @@ def _kind_in_place(group, masked, sentence):
     kind of person aside: "a poet in Vienna" says where one worked, not what is there)."""
     found = []
     for i, kind in enumerate(group[:-1]):
-        if kind.type != "concept" or _person_noun(kind.name.split()[-1].lower()):
+        j = i + 1
+        if kind.type != "concept" or not _IN_PLACE.fullmatch(masked, kind.end, group[j].start) and not (
+            masked[kind.end : group[j].start] == " of " and kind.name.split()[-1].lower() in _PLACE_KINDS
+        ):
+            continue  # "a port city in southern Norway"; "the largest city of Germany"
+        if _person_noun(kind.name.split()[-1].lower()):
             continue
         described = _described(group, kind, masked)
         if described is kind or described.features.get("coref") and described.type == "concept":
             continue
-        j = i + 1
-        if not _IN_PLACE.fullmatch(masked, kind.end, group[j].start) and not (
-            kind.name.split()[-1].lower() in _PLACE_KINDS and masked[kind.end : group[j].start] == " of "
-        ):
-            continue  # "a port city in southern Norway"; "the largest city of Germany"
         while group[j].type == "concept" and j + 1 < len(group) and j < i + 3 and _OF.fullmatch(masked, group[j].end, group[j + 1].start):
             j += 1  # "on the coast of Peru", "in the collection of the Museum"
         place = group[j]
