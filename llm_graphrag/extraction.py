@@ -161,7 +161,9 @@ _IRREGULAR_VERB_FORMS = """am is are was were been being be has had having does 
     told found left kept held brought began begun ran wrote written read said sent built
     spent stood understood meant became become chose chosen fell fallen felt grew grown
     heard hid hidden lay laid lain led lost paid rose risen sat shown sold stuck struck
-    taught threw thrown won wore worn born borne""".split()
+    taught threw thrown won wore worn born borne drove driven drew drawn spoke spoken fought
+    caught bought sought flew flown shook shaken fled dealt dug spun swept swung tore torn
+    wove woven swore sworn rode ridden stole stolen forgot forgotten""".split()
 
 GENERIC_NOUNS = frozenset(
     """thing things way ways lot lots kind kinds sort sorts example examples case cases
@@ -1062,6 +1064,13 @@ def name_mentions(chunk, context):
                     and not tokens[j - 1][2].isupper() and not tokens[j + 1][2].isupper()
                 ):
                     j += 1
+                elif (
+                    w == "of" and j + 2 < n and tokens[j + 1][2] == "the" and tokens[j + 2][2][0].isupper()
+                    and not tokens[j + 2][2].isupper() and tokens[j + 2][2].lower() not in STOPWORDS
+                    and (start != first_start or word in proper) and masked[tokens[j][1] : tokens[j + 2][0]] == " the "
+                    and masked[tokens[j - 1][1] : tokens[j][0]] == " "
+                ):
+                    j += 2  # "the International Committee of the Red Cross", "the Battle of the Bulge"
                 else:
                     break
             span_tokens = tokens[i : last + 1]
@@ -1122,11 +1131,26 @@ def _superlative(word):
     )
 
 
+_ORDINALS = frozenset("second third fourth fifth sixth seventh eighth ninth tenth".split())
+
+
+def _ranking(word):
+    """A word that ranks a thing among its kind, no part of the kind's name: "largest",
+    "sixth", "second-longest", "most-visited"."""
+    if word in _ORDINALS or _superlative(word):
+        return True
+    first, _, rest = word.partition("-")
+    return bool(rest) and (first in _ORDINALS or first in ("most", "least")) and "-" not in rest
+
+
 _NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve".split())
 _CARDINALS = _NUMBER_WORDS | frozenset(
     """thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty
     sixty seventy eighty ninety hundred thousand million billion""".split()
 )
+
+
+_DIRECTION = re.compile(r"(?:north|south|east|west|north-?east|north-?west|south-?east|south-?west|home|up|down|in|out|sea|land|sky)wards?")
 
 
 @lru_cache(maxsize=100_000)
@@ -1142,6 +1166,8 @@ def word_class(word):
         return "ambiguous"
     if word in VERB_FORMS:
         return "verb"
+    if _DIRECTION.fullmatch(word):
+        return "adverb"  # "flows northward", "sailed homewards"
     if word.endswith("ly") and len(word) > 4 and word not in _LY_NOUNS:
         if word in _LY_ADJECTIVES or "-" in word:
             return "adj"  # "a daily job", "an asynchronous-friendly standard"
@@ -1264,7 +1290,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their"):
         return "verb"  # an imperative opens its sentence: "Edit the settings"
     if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (
-        prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only")
+        prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only") or prev_word in _VERB_ADVERBS
     ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):
         if cls in ("ambiguous", "noun", "verb") and not (prev_word == "to" and low.endswith("ing") and cls == "noun"):
             return "verb"
@@ -1282,6 +1308,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "the cartilage that covers the bone"
         if prev_class in ("noun", "name", "mod", "other") and _verb_follows(low, k, tokens, prev_word):
             return "verb"  # "Python uses the ...", "heart pumps blood"
+        if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text):
+            return "verb"  # "The Danube flows through Vienna": a sentence needs its verb
         return "noun"
     if cls == "verb":
         if low.endswith(("ing", "ed")) and low not in _IRREGULAR_VERB_FORMS:
@@ -1296,6 +1324,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         nxt = tokens[k + 1][2]
         if (nxt.lower() in DETERMINERS or nxt[0].isupper()) and not text[tokens[k][1] : tokens[k + 1][0]].strip():
             return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
+    if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text):
+        return "verb"  # "The painting hangs in the Louvre."
     if (
         cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
         and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "its", "their", "your")
@@ -1313,6 +1343,30 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     return cls
 
 
+
+
+_FINITE = frozenset("am is are was were has have had does do did".split()) | MODALS
+_OPENING_DETERMINERS = frozenset("the a an this that its their his her".split())
+_NP_PREPOSITIONS = frozenset("of by in on from with at".split())
+
+
+def _only_verb_slot(low, k, tokens, text):
+    """Whether an -s form after the noun phrase that opens a full sentence is the verb no
+    other word of the sentence can be: "The Rhine rises in the Alps." ("The river's rises
+    and falls are ..." has its verb elsewhere)."""
+    if not low.endswith("s") or low.endswith(_KEEP_S) or k < 2 or tokens[0][2].lower() not in _OPENING_DETERMINERS:
+        return False
+    if text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
+        return False  # a heading, a list item or a fragment: no sentence that needs a verb
+    if any(
+        not w[0].isalpha() or w.lower() in STOPWORDS and w.lower() not in _NP_PREPOSITIONS or word_class(w.lower()) == "verb"
+        for _, _, w in tokens[1:k]
+    ):
+        return False  # the opening noun phrase is nouns, names and their prepositions ("The Mona Lisa by Leonardo")
+    return not any(
+        w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing"))
+        for _, _, w in tokens[k + 1 :]
+    )
 
 
 def _verb_follows(low, k, tokens, prev_word):
@@ -1343,6 +1397,8 @@ def _participle(low, k, tokens, prev_class, prev_word):
         nxt = ""  # "condensing causes a liquid...": the next word is the verb
     if low.endswith("ing") and prev_word in DETERMINERS and nxt.isalpha() and nxt.islower() and nxt not in STOPWORDS:
         return "adj"  # "an incoming request"
+    if low.endswith("ing") and prev_class == "noun" and _person_noun(lemma(prev_word)) and (not nxt or nxt.lower() in _AFTER_HEAD):
+        return "verb"  # what a person does: "a physician working at", "a farmer living in"
     if (
         low.endswith("ing") and low not in VERB_FORMS and prev_class in ("noun", "mod")
         and nxt.isalpha() and nxt.islower() and word_class(nxt) in ("noun", "ambiguous")
@@ -1434,6 +1490,8 @@ def _emit(run, mentions, text):
         )
     ):
         run = run[1:]
+    while len(run) > 1 and _ranking(run[0][2]):
+        run = run[1:]  # "the largest hot desert", "the second-longest river": the kind is a hot desert, a river
     while run and run[-1][3] in ("adj", "mod") and not (len(run) > 1 and run[-1][2] in ADJECTIVE_NOUNS):
         run = run[:-1]
     if not run:

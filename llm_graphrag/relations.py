@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, _person_noun, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -72,7 +72,7 @@ def fact_text(src_name, rel, dst_name, phrase=None):
 
 
 _BE = r"(?:is|are|was|were|be|been|being)"
-_MAKER_NOT = r"(?:in|by|on|at|for|from|with|to|as|into|under|during|after|before|through|over|and|or)\b|,"
+_MAKER_NOT = r"(?:in|by|on|at|for|from|with|to|as|into|under|during|after|before|through|over|and|or|of|\w+ly\s+of)\b|,"
 _ADV = r"(?:\w+ly\s+)?"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
@@ -96,7 +96,7 @@ _PATTERNS = [
     (r"\b(?:supports|support)\b", "integrates_with", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}configured\s+(?:via|through|with|by|using|in|from)\b", "configured_via", 0.85, False),
     # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
-    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
+    (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed|operated|administered)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
     # A maker named by a participle with no copula, a year between: "a theory proposed by
     # X", "founded in 1865 by X", "the novel written by X".
@@ -108,13 +108,20 @@ _PATTERNS = [
     (r"\b(?:defines|define|specifies|specify)\b", "defines", 0.8, False),
     # What code provides it defines, when that is code too (_PROVIDES): "This module provides `X`".
     (r"\b(?:provides|provide|implements|implement|exposes|expose)\b", "defines", 0.7, False),
-    (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example)s?\s+of\b", "is_a", 0.85, False),
+    (rf"\b{_BE}\s+(?:an?\s+)?(?:type|kind|form|sort|variety|example|series|group|set|collection|family|chain)s?\s+of\b", "is_a", 0.85, False),
     (rf"\b{_BE}\s+(?:an?\s+|the\s+)?(?:direct\s+)?(?:sub-?class(?:es)?|subtypes?|instances?|speciali[sz]ations?)\s+of\b|\b(?:{_BE}\s+)?(?:inherits|inherit|inheriting|derives|derived)\s+from\b|\bsubclasses\b", "is_a", 0.85, False),
+    # What a thing is taken for it is: "is often described as the first novel", "is
+    # considered one of the greatest plays", "is regarded as a classic".
+    (rf"\b{_BE}\s+(?:(?:often|widely|generally|commonly|usually|sometimes|also|now|still)\s+|{_ADV})(?:(?:described|regarded|seen|viewed|recogni[sz]ed|classified|classed|counted)\s+as|considered(?:\s+(?:as|to\s+be))?)(?:\s+one\s+of)?(?:\s+(?:an?|the))?\b", "is_a", 0.6, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
-    (rf"\b{_BE}\s+(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
-    (r",\s+(?:an?)\s+", "is_a", 0.55, False),
+    (rf"\b{_BE}\s+(?:(?:now|also|still|once|currently|today)\s+)?(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
+    # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
+    # highest mountain on Earth"), where "the" names one of a kind rather than a list item.
+    (r",\s+(?:an?|the(?=\s+(?:[a-z]+est|first|second|third|fourth|fifth|last|only)\s))\s+", "is_a", 0.55, False),
     (r"\bsuch\s+as\b|\b(?:including|like)\b", "is_a", 0.55, True),
-    (rf"\b{_BE}\s+{_ADV}caused\s+by\b", "causes", 0.85, True),
+    # The passive, with or without its copula: "waves caused by a landslide", "most tsunamis
+    # are triggered by earthquakes".
+    (rf"\b(?:{_BE}\s+{_ADV})?(?:caused|triggered)\s+{_ADV}by\b", "causes", 0.85, True),
     (r"\b(?:causes|cause|caused|leads?\s+to|led\s+to|results?\s+in|triggers)\b", "causes", 0.8, False),
     # Phrasal causatives: "helped bring about the Reformation", "gave rise to the theory".
     (r"\b(?:brings?|brought|bringing)\s+about\b|\b(?:gives?|gave|giving|given)\s+rise\s+to\b", "causes", 0.75, False),
@@ -124,10 +131,12 @@ _PATTERNS = [
     (r"\b(?:publishes|publish|produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
     (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b|\b(?:based|headquartered)\s+in\b", "located_in", 0.75, False),
+    # What a place is home to is in it: "Tokyo is home to the Tokyo Stock Exchange".
+    (rf"\b{_BE}\s+(?:also\s+)?home\s+to\b", "located_in", 0.75, True),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
     (rf"\b{_BE}\s+{_ADV}(?:stored|kept|installed|placed|saved)\s+{_ADV}(?:in|on|at|under)\b|\b(?:lives?|resides?|occurs?)\s+(?:in|on|at)\b", "located_in", 0.7, False),
     # What a thing is made of is part of it: "water is made of hydrogen and oxygen".
-    (rf"\b(?:{_BE}\s+)?(?:made\s+(?:up\s+)?|composed\s+|comprised\s+)of\b", "part_of", 0.7, True),
+    (rf"\b(?:{_BE}\s+)?(?:made\s+(?:up\s+)?|composed\s+|comprised\s+){_ADV}of\b", "part_of", 0.7, True),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
 ]
@@ -141,7 +150,7 @@ TRIGGER_LEADS = frozenset(
     integrate interoperates owns maintains maintain as originally defined co founded proposed invented designed composed painted
     directed published authored developed established wrote specified described
     documented standardised standardized defines define specifies specify such including like
-    causes cause caused leads lead led results result triggers produces produce produced
+    causes cause caused triggered leads lead led results result triggers produces produce produced
     generates generate generated publishes publish creates create created built based headquartered emitted yielded releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given
@@ -204,6 +213,9 @@ _NOUN_BEFORE = re.compile(r"\b(?:for|the|a|an|of|its|their|this|that|in|direct|n
 KIND_NOUNS = frozenset("module modules package packages library function class method object attribute file command program tool directory framework type".split())
 # A modal before a bare "be" says what may, must or will be, not what a thing is: "it will
 # usually be a big hindrance", "the value can be a list" state no kind.
+_DERIVED = re.compile(r"\bderive[sd]?\s+from\b")
+_THAT_BEFORE = re.compile(r"\bthat\s+$")
+_THIRD_PERSON = re.compile(r"[a-z]+s\b(?!['’])")
 _MODAL_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(MODALS))})\s+(?:not\s+)?(?:\w+ly\s+|also\s+)?$")
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
@@ -291,8 +303,10 @@ def pattern_relations(chunk, mentions, context):
             inside = group[bisect_right(ends, t_start) : bisect_left(starts, t_end)]
             if any(m.type not in ("concept", "DATE") or m.start <= t_start or m.end > t_end for m in inside):
                 continue  # the trigger is in a mention ("data interchange format"), not "is a subclass of"
-            if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]):
-                continue
+            if _NOUN_BEFORE.search(masked[max(s_start, t_start - 12) : t_start]) and not (
+                _THAT_BEFORE.search(masked, max(s_start, t_start - 6), t_start) and _THIRD_PERSON.match(match.group())
+            ):
+                continue  # "the use of", "that use"; but "that uses Y": a relative clause's verb
             if _CONDITION.match(masked, s_start) and "," not in masked[s_start:t_start]:
                 continue  # "Should your project require X, ...": a condition, no statement
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
@@ -314,10 +328,16 @@ def pattern_relations(chunk, mentions, context):
             if left is not None and not _finite(match.group()):
                 if rel == "located_in" and left.type == "concept":
                     left = _phrase_head(group, left, masked)
+                if _COMMA_BEFORE.fullmatch(masked, left.end, t_start):
+                    # "the largest reef in the world, located off Queensland": a participle
+                    # after a comma is said of the noun a prepositional phrase hangs on
+                    left = _subject(group, group.index(left), masked, s_start) or left
                 left = _described(group, left, masked)
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
+            if rel == "located_in" and rights:
+                rights = [(_place_beyond(group, r, masked), gap) for r, gap in rights]
             complements = None
             if left is None and reverse and rights and not _finite(match.group()):
                 # "the two supported by Django are pylibmc and pymemcache": a participle
@@ -334,14 +354,21 @@ def pattern_relations(chunk, mentions, context):
                 rights = rights + [(m, rights[-1][1] + 1) for m in _colon_items(group, rights[-1][0], masked)]
             if rel == "defines" and _MODAL_BEFORE.search(masked, max(s_start, t_start - 16), t_start):
                 continue  # "each client must specify the port": an instruction, no definition
+            if _DERIVED.search(match.group()) and rights[0][0].type == "concept" and rights[0][0].name.split()[-1].islower():
+                continue  # "antibiotics derived from moulds": a substance's source, no subclass
             if _PROVIDES.match(match.group()):
                 rights = [r for r in rights if r[0].type == "code"]
                 if left.type != "code" or not rights:
                     continue
             if rel == "produces" and reverse and _CREATED.match(match.group()):
-                rights = [r for r in rights if r[0].type == "code"]  # "created by Guido": no product
-                if not rights:
-                    continue
+                code = [r for r in rights if r[0].type == "code"]  # "created by Guido": no product
+                if not code:
+                    # A name that built a thing owns it: "built by the Suez Canal Company".
+                    rights = [r for r in rights if r[0].type in _MAKERS and r[0].name[:1].isupper()]
+                    if not rights:
+                        continue
+                    rel, reverse = "owned_by", False
+                rights = code or rights
             if _SUPPORTS.search(match.group()) and not complements:
                 # "it only supports synchronous code": support names a relation between
                 # named things, not a property
@@ -377,6 +404,12 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_titled_names(group, masked, sentence))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
+        if " in " in sentence or " on " in sentence or " near " in sentence or " of " in sentence:
+            found.extend(_kind_in_place(group, masked, sentence))
+        if ", " in sentence:
+            found.extend(_place_comma_place(group, masked, sentence))
+        if " of " in sentence:
+            found.extend(_kind_of_name(group, masked, sentence))
         if " by " in sentence:
             found.extend(_work_by(group, masked, sentence))
         if " from " in sentence:
@@ -515,6 +548,8 @@ _AFTER_PREPOSITION = re.compile(
         "within", "without", "inside", "outside", "around", "toward", "towards", "against", "during", "via",
     })) + r")\s+(?:the\s+|an?\s+)?$"
 )
+# The same, past a possessive or a determiner and one modifier: "in its main courtyard".
+_PP_OBJECT = re.compile(_AFTER_PREPOSITION.pattern[: -len(r"(?:the\s+|an?\s+)?$")] + r"(?:(?:the|an?|its|their|his|her)\s+(?:[a-z-]+\s+)?)?$")
 
 
 # A participle with no copula hangs on the noun right before it ("software and applications
@@ -531,6 +566,9 @@ def _finite(trigger):
 
 
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
+_PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?")
+_COMMA_BEFORE = re.compile(r"\s*,\s*")
+_RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
 
 
@@ -545,12 +583,18 @@ def _left_of(group, position, masked, ends=None, finite=False):
     between = masked[best.end : position]
     if _RELATIVE.match(between):
         return best, 1  # "RFC 7159 (which obsoletes RFC 4627)", "X, which uses Y"
+    if _RESTRICTIVE.match(between) and best.type == "concept":
+        described = _described(group, best, masked)
+        if described is not best:
+            return described, 1  # "X is an insect that lives in colonies": X does
     if _APPOSITION_END.match(between) and index:
         head = _apposition_head(group, index, masked)
         if head is not None:
             return head, 1  # "Django, being a web framework, needs": Django needs
     between = between[1:] if between.startswith(")") else between  # "X (Y) is": Y
-    if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between):
+    if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between) or best.type in ("DATE", "version") and re.fullmatch(
+        r"\s+(?:and|but)\s+(?:\w+\s+)?", between
+    ):  # "founded in 1994 and is headquartered in": a date is no subject
         first = group[0]
         if first.end <= position and first is not best:
             return first, 1  # "It provides X, and requires Y": the sentence subject
@@ -561,12 +605,18 @@ def _left_of(group, position, masked, ends=None, finite=False):
     if best.type == "concept" and best.name in KIND_NOUNS:
         if index and not masked[group[index - 1].end : best.start].strip():
             return group[index - 1], gap  # ":mod:`sqlite3` module was written by" -> sqlite3
-    preposition = _AFTER_PREPOSITION.search(masked, max(0, best.start - 16), best.start) if finite else None
+    finite = finite or _PASSIVE_GAP.fullmatch(between) is not None  # "X in its courtyard was designed by"
+    preposition = _PP_OBJECT.search(masked, max(0, best.start - 28), best.start) if finite else None
     if preposition is not None:
         # "the water behind a dam forms a pond": a prepositional object is no subject; the
         # noun it hangs on is ("the cache of Basin uses" -> cache), if it is a mention.
-        if index and not masked[group[index - 1].end : preposition.start()].strip():
-            return group[index - 1], gap + 1
+        head = index - 1
+        if head >= 0 and group[head].end > preposition.start():
+            head -= 1  # a possessive inside the phrase: "in its main courtyard"
+        if head >= 0 and not masked[group[head].end : preposition.start()].strip():
+            if _place_of_name(group[head], best, masked):
+                return best, gap  # "the city of Florence is": Florence is
+            return group[head], gap + 1
         return None, 0
     return best, gap
 
@@ -593,7 +643,7 @@ def _apposition_head(group, index, masked):
     return None
 
 
-_DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,2}}")
+_DESCRIBES = re.compile(rf"\s*(?:,|{_BE})\s+(?:an?|the)\s+(?:[\w-]+(?:['’]s)?\s+){{0,2}}")  # "the world's largest"
 
 
 _OF_FOR = re.compile(r"\s+(?:for|of)\s+(?:the\s+)?")
@@ -627,7 +677,14 @@ def _described(group, left, masked):
     """What a participle after a describing noun is said of: in "Chlorophyll is a pigment
     found in chloroplasts" and "Tk, a toolkit implemented with Tcl", the named thing."""
     i = group.index(left)
-    if left.type != "concept" or i == 0 or not _DESCRIBES.fullmatch(masked, group[i - 1].end, left.start):
+    if left.type != "concept" or i == 0:
+        return left
+    if i > 1 and _POSSESSIVE.fullmatch(masked, group[i - 1].end, left.start):
+        i -= 1  # "the world's largest museum": the possessor is no describing noun's subject
+        if _DESCRIBES.fullmatch(masked, group[i - 1].end, group[i].start):
+            return group[i - 1]
+        return left
+    if not _DESCRIBES.fullmatch(masked, group[i - 1].end, left.start):
         return left
     return group[i - 1]
 
@@ -674,6 +731,8 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
             between = _KIND_WORD.sub(" ", between)
         if clause and "," in between:
             break
+        if previous.type in _NAMED and m.type == "concept" and _APPOSED.fullmatch(between):
+            break  # "by Henry Dunant, a Swiss businessman": an apposition, no second item
         if _COORD.match(between):
             result.append((m, gap))
             previous = m
@@ -682,6 +741,7 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     return result
 
 
+_APPOSED = re.compile(r"\s*,\s*(?:an?|the)\s+")
 _BARE_AND = re.compile(r"\s+and\s+")
 
 
@@ -695,7 +755,8 @@ def _shared_head(a, b, masked):
     )
 
 
-_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+")  # "the package's", "the users'"
+# "the package's", "the users'", "the world's most visited", "the world's largest"
+_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+(?:(?:most|least)\s+)?(?:[a-z]+est\s+)?")
 # "to build a wheel using X": a means ("using", "utilizing") goes with the verb, and so
 # with its subject, not with the verb's object.
 _MEANS = re.compile(r"(?:using|utili[sz]ing)\b")
@@ -884,9 +945,15 @@ def _work_by(group, masked, sentence):
     """"Ivanhoe is a novel by Walter Scott", "Ivanhoe, a novel by Walter Scott": what the
     noun describes is owned by the name after "by" (after its title: "by the poet X")."""
     found = []
-    for i in range(1, len(group) - 1):
+    for i in range(len(group) - 1):
         a, b = group[i], group[i + 1]
-        if a.type != "concept" or not _BY.fullmatch(masked, a.end, b.start):
+        if a.type in _NAMED and a.name[:1].isupper() and b.type in _NAMED and " " in b.name and _BY.fullmatch(masked, a.end, b.start) and (
+            _THE_BEFORE.search(masked, max(0, a.start - 5), a.start) and not a.features.get("coref") and a.norm != b.norm
+            and not _AFTER_PREPOSITION.search(masked, max(0, a.start - 16), a.start)  # "defeated at the Battle of X by Y"
+        ):
+            found.append(RelationCandidate(a, b, "owned_by", 0.6, 1.0, sentence, "patterns"))  # "the Mona Lisa by Leonardo da Vinci"
+            continue
+        if not i or a.type != "concept" or not _BY.fullmatch(masked, a.end, b.start):
             continue
         if b.type == "concept" and i + 2 < len(group) and _titled(b, group[i + 2], masked):
             b = group[i + 2]
@@ -909,9 +976,17 @@ def _capitals(group, masked, sentence):
     the capital of Rhône": the capital is part of what it is the capital of."""
     found = []
     for i, (a, b) in enumerate(zip(group, group[1:])):
-        if a.type != "concept" or a.name.lower() not in ("capital", "capital city") or b.type == "concept":
+        if a.type != "concept" or a.name.lower() not in ("capital", "capital city"):
             continue
-        if masked[a.end : b.start] != " of " or not b.name[:1].isupper():
+        if b.type == "concept" and i + 2 < len(group) and re.fullmatch(r"\s+and\s+(?:(?:the|its)\s+)?(?:[a-z]+est\s+)?", masked[a.end : b.start]):
+            b = group[i + 2]  # "the capital and largest city of France"
+            if masked[group[i + 1].end : b.start] != " of ":
+                continue
+        elif masked[a.end : b.start] != " of ":
+            continue
+        if b.type == "concept":
+            continue
+        if not b.name[:1].isupper():
             continue
         described = _described(group, a, masked)
         if described is a and i and _AND_THE.fullmatch(masked, group[i - 1].end, a.start):
@@ -946,6 +1021,100 @@ def _place_in_place(group, masked, sentence):
         for a, b in zip(group, group[1:])
         if a.type in _NAMED and b.type in _NAMED and masked[a.end : b.start] == " in "
         and a.name[:1].isupper() and b.name[:1].isupper() and a.norm != b.norm
+    ]
+
+
+# "a city in southern Norway", "a town on the coast of Peru": a locative preposition after
+# the kind a copula or an apposition gives, past one modifier and "the X of" chains.
+_IN_PLACE = re.compile(r"\s+(?:in|on|near)\s+(?:the\s+)?(?:[a-z]+(?:-[a-z]+)*\s+)?")
+
+
+# Parts of a place that name where in it: "in the centre of Paris" is in Paris.
+_PLACE_PARTS = frozenset(
+    "centre center heart middle north south east west edge outskirts coast shore shores bank banks "
+    "foot top side part suburbs".split()
+)
+
+
+def _place_beyond(group, right, masked):
+    """The name a part of a place belongs to ("the centre of Paris": Paris), else ``right``."""
+    i = group.index(right)
+    if right.type == "concept" and right.name.lower() in _PLACE_PARTS and i + 1 < len(group):
+        place = group[i + 1]
+        if place.type in _NAMED and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
+            return place
+    return right
+
+
+_PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|from|to)\s+(?:the\s+)?$")
+_CLAUSE_AFTER = re.compile(r"\s*(?:[.;:)]|,(?!\s*(?:and|or)\b)|$)")
+
+
+def _place_comma_place(group, masked, sentence):
+    """"in Paris, France", "born in Salzburg, in the Holy Roman Empire": after a preposition
+    of place, a name, a comma and a second name that closes the phrase: the first is in the
+    second (a third name or an "and" after it would make a list: "in Paris, Rome and Oslo")."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if not (a.type in _NAMED and b.type in _NAMED and a.name[:1].isupper() and b.name[:1].isupper()):
+            continue
+        if not re.fullmatch(r",\s+(?:in\s+(?:the\s+)?)?", masked[a.end : b.start]) or a.norm == b.norm:
+            continue
+        if not _PLACE_PREPOSITION.search(masked, max(0, a.start - 10), a.start) or a.features.get("coref"):
+            continue
+        if not _CLAUSE_AFTER.match(masked, b.end) or i + 2 < len(group) and _COORD.match(masked[b.end : group[i + 2].start]):
+            continue
+        found.append(RelationCandidate(a, b, "located_in", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+def _kind_in_place(group, masked, sentence):
+    """"Oslo is a port city in southern Norway", "Nagasaki, a city on the island of
+    Kyushu": what the kind is said of is located in the name after the preposition (a
+    kind of person aside: "a poet in Vienna" says where one worked, not what is there)."""
+    found = []
+    for i, kind in enumerate(group[:-1]):
+        j = i + 1
+        if kind.type != "concept" or not _IN_PLACE.fullmatch(masked, kind.end, group[j].start) and not (
+            masked[kind.end : group[j].start] == " of " and kind.name.split()[-1].lower() in _PLACE_KINDS
+        ):
+            continue  # "a port city in southern Norway"; "the largest city of Germany"
+        if _person_noun(kind.name.split()[-1].lower()):
+            continue
+        described = _described(group, kind, masked)
+        if described is kind or described.features.get("coref") and described.type == "concept":
+            continue
+        while group[j].type == "concept" and j + 1 < len(group) and j < i + 3 and _OF.fullmatch(masked, group[j].end, group[j + 1].start):
+            j += 1  # "on the coast of Peru", "in the collection of the Museum"
+        place = group[j]
+        if place.type in _NAMED and place.name[:1].isupper() and not place.features.get("coref") and place.norm != described.norm:
+            found.append(RelationCandidate(described, place, "located_in", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+# Kinds of place named by "the <kind> of <Name>": "the island of Honshu", "the city of Kyoto".
+_PLACE_KINDS = frozenset(
+    "city town village county province state kingdom empire republic island isle region district "
+    "peninsula duchy principality canton prefecture municipality borough parish".split()
+)
+_THE_BEFORE = re.compile(r"\b[Tt]he\s+$")
+
+
+def _place_of_name(a, b, masked):
+    """Whether concept ``a`` and name ``b`` read "the island of Honshu" (one place)."""
+    return (
+        a.type == "concept" and a.name.lower() in _PLACE_KINDS and masked[a.end : b.start] == " of "
+        and b.type in _NAMED and b.name[:1].isupper() and not b.features.get("coref")
+        and _THE_BEFORE.search(masked, max(0, a.start - 5), a.start) is not None
+    )
+
+
+def _kind_of_name(group, masked, sentence):
+    """"the island of Honshu", "the city of Kyoto": the name after "of" is a place of the
+    kind before it (of the kinds of place only: "the court of Louis" names no court)."""
+    return [
+        RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns")
+        for a, b in zip(group, group[1:]) if _place_of_name(a, b, masked)
     ]
 
 
@@ -1235,8 +1404,10 @@ def relation_phrase(between, relative=False):
     classes = []
     for w in words:
         cls = _phrase_class(w, classes[-1] if classes else None)
-        if relative and not classes and cls == "word" and w.islower() and w.endswith("s"):
-            cls = "verb"  # "which spans": a relative pronoun is the subject of a verb
+        if not classes and cls == "word" and w.islower() and w.endswith("s") and (
+            relative or len(words) > 1 and words[1].lower() in _RELATION_PREPOSITIONS
+        ):
+            cls = "verb"  # "which spans": a relative pronoun is the subject of a verb; "X hangs in"
         classes.append(cls)
     if len(words) > 2 and words[-2].lower() == "to" and classes[-3] == "verb" and classes[-1] == "word" and (
         words[-1].isalpha() and words[-1].islower() and not words[-1].endswith("s")
@@ -1256,7 +1427,7 @@ _PREPOSITION_BEFORE = re.compile(
     re.I,
 )
 # What joins a head noun to its prepositional object: "movement of the plates".
-_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
+_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with|by)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
 # What opens an apposition: "Johannes Gutenberg, a goldsmith from Mainz, developed".
 _APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the|(?P<relative>who|which))\s")
 # Verbs that link a subject to a noun, which a relation phrase may then hold ("is a city
@@ -1274,6 +1445,8 @@ def _subject(group, k, masked, s_start):
             return m
         if k == 0 or not _OF_LINK.fullmatch(masked, group[k - 1].end, m.start):
             return None
+        if _place_of_name(group[k - 1], m, masked):
+            return m  # "the island of Crete lies in": Crete does
         k -= 1
     return None
 
@@ -1356,9 +1529,14 @@ def stated_relations(chunk, mentions, context):
         for i, a in enumerate(group[:-1]):
             start = a.end
             relative = _RELATIVE_OPENING.match(masked, start)
-            comma = None
+            comma = coordinated = None
             if relative:
                 start = relative.end()  # "X, who founded Y": X is the clause's subject
+            elif i and _AND_VERB.match(masked, start):
+                # "He was born in Eisenach and spent his career in Leipzig": a second verb
+                # phrase, said of the sentence's subject (a name or pronoun opening it).
+                coordinated = _AND_VERB.match(masked, start)
+                start = coordinated.end()
             else:
                 comma = _COMMA_AFTER.match(masked, start)
                 if comma:
@@ -1382,6 +1560,11 @@ def stated_relations(chunk, mentions, context):
                     subject = _described(group, subject, masked)  # "X is an engineer who designed"
                 if subject is not None and subject.type == "concept":
                     continue  # "functions that return a value": said of a kind, too loose to state
+            elif coordinated:
+                first = group[0]
+                if first.type not in _LISTING or not _OPENING.fullmatch(masked, s_start, first.start) or first is b:
+                    continue
+                subject = first
             elif comma:
                 subject = _apposition_subject(group, i, masked, s_start)
                 if subject is None and _participle(phrase):
@@ -1402,13 +1585,24 @@ def stated_relations(chunk, mentions, context):
                 for subj in subjects:
                     if subj.norm == obj.norm or frozenset((subj.norm, obj.norm)) in joined:
                         continue
+                    if _WHERE_IT_IS.fullmatch(phrase) and obj.type in _LISTING and obj.name[:1].isupper():
+                        found.append(RelationCandidate(subj, obj, "located_in", 0.6, 1.0 / (1.0 + 0.1 * gap), sentence, "patterns"))
+                        continue
                     found.append(RelationCandidate(
                         subj, obj, "stated", 0.55, 1.0 / (1.0 + 0.1 * gap), sentence, STATED_PREFIX + phrase
                     ))
     return found
 
 
+# A phrase that says where a thing is, before a name: "stands in", "lies on", "has been in
+# the collection of" ("was born in", "worked in" say where one was for a while, and a bare
+# "is in" is as often a language or a list: "the module is in Python"; those stay stated).
+_WHERE_IT_IS = re.compile(
+    r"(?:(?:has|have|had)\s+been|stands|stood|lies|lay|sits|sat|hangs|hung)"
+    r"(?:\s+(?:now|still|today|also|\w+ly))?\s+(?:in|on|inside|within)(?:\s+the\s+(?:collection|heart|centre|center|middle|north|south|east|west)\s+of)?"
+)
 _COMMA_AFTER = re.compile(r"\s*,")
+_AND_VERB = re.compile(r"\s*,?\s*(?:and|but)\s+(?=[a-z])")
 _LISTING = frozenset(("name", "PERSON", "ORG", "GPE", "PRODUCT", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART"))
 # A relative pronoun right after a mention opens a clause said of it: "X, which runs on Y",
 # "the engineer who designed Y".
