@@ -409,10 +409,17 @@ async def test_vec0_tables_are_counted_without_sql_errors(sample_db, tmp_path, c
         table: conn.execute(f"select count(*) from [{table}_rowids]").fetchone()[0]
         for table in ("chunk_vec", "entity_vec", "fact_vec")
     }
+    conn.execute("pragma wal_checkpoint(truncate)")
     conn.close()
     datasette = Datasette([str(path)], settings={"facet_suggest_time_limit_ms": 1})
     await datasette.invoke_startup()
-    counts = await datasette.get_database("graphrag").table_counts(1)
+    db = datasette.get_database("graphrag")
+    # Under a 1 ms limit: scanning fact_vec takes about 7 ms however often it is asked,
+    # counting its rowids about 0.1 ms, but up to 3 ms on a connection's first read of
+    # the pages; so a count missed once, on a busy machine, is asked once more
+    counts = await db.table_counts(1)
+    if any(counts[table] is None for table in expected):
+        counts = await db.table_counts(1)
     assert {table: counts[table] for table in expected} == expected
     assert expected["fact_vec"] > 30_000
     response = await datasette.client.get("/graphrag.json")
