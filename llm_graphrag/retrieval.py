@@ -1000,7 +1000,7 @@ class _Query:
                 seen.add(doc)
             dropped = set(repeats[::-1][: len(extra)])
             ranked = [c for c in ranked if c not in dropped] + extra[: len(dropped)]
-        return _group_pages(ranked, docs, options.group_pages)
+        return _gather_pages(ranked, docs, options.group_pages)
 
     def _signals(self, chunk_id, path, weights):
         """Every score that placed ``chunk_id``: each list's rank and score, the fused
@@ -1184,7 +1184,7 @@ def _heading_lemmas(read_texts, rows):
     return out
 
 
-def _group_pages(ranked, docs, pages):
+def _gather_pages(ranked, docs, pages):
     """``ranked`` with the chunks of its first ``pages`` documents (``docs``: chunk id ->
     doc id) each moved up behind that document's first chunk; the rest in order."""
     leading = list(dict.fromkeys(docs.get(c) for c in ranked))[:pages]

@@ -859,16 +859,16 @@ def test_a_code_entity_the_question_names_brings_its_describing_chunk(pages_db):
 
 
 def test_group_pages_moves_the_first_documents_chunks_up_and_keeps_document_order():
-    from llm_graphrag.retrieval import _group_pages
+    from llm_graphrag.retrieval import _gather_pages
 
     ranked = [1, 2, 3, 4, 5, 6]
     docs = {1: "a", 2: "b", 3: "a", 4: "c", 5: "b", 6: "a"}
-    assert _group_pages(ranked, docs, 1) == [1, 3, 6, 2, 4, 5]
-    assert _group_pages(ranked, docs, 2) == [1, 3, 6, 2, 5, 4]
-    assert _group_pages(ranked, docs, 0) == ranked
+    assert _gather_pages(ranked, docs, 1) == [1, 3, 6, 2, 4, 5]
+    assert _gather_pages(ranked, docs, 2) == [1, 3, 6, 2, 5, 4]
+    assert _gather_pages(ranked, docs, 0) == ranked
     # the documents keep the order in which each first appears
     for pages in (1, 2, 3):
-        order = list(dict.fromkeys(docs[c] for c in _group_pages(ranked, docs, pages)))
+        order = list(dict.fromkeys(docs[c] for c in _gather_pages(ranked, docs, pages)))
         assert order == ["a", "b", "c"]
 
 
