@@ -336,3 +336,34 @@ def _stored_ids(db, cid, ids):
 def to_blob(vector):
     """A vector as the little-endian float32 blob llm and sqlite-vec both read."""
     return np.asarray(vector, dtype="<f4").tobytes()
+
+
+PRELUDE_WEIGHT = 0.3
+EMBED_BATCH = 256  # chunks embedded per call; encoding has a fixed cost per call
+
+
+def chunk_vectors(embedder, chunks):
+    """Unit vectors of chunk text plus ``PRELUDE_WEIGHT`` times the prelude's vector.
+
+    Embedding the prelude with the text drowns short chunks in their path and headings
+    (QASC R@10 any for vector search falls from 0.90 to 0.77); a lighter prelude keeps
+    the context without the noise.
+    """
+    preludes = sorted({chunk.prelude for chunk in chunks} - {""})
+    inputs = [chunk.text for chunk in chunks] + preludes
+    # One call per EMBED_BATCH texts: the tokenizer's working memory grows with a call's
+    # text (one call for a 5 MB file's 1,940 chunks took 600 MB).
+    if len(inputs) <= EMBED_BATCH:
+        encoded = embedder.encode(inputs)
+    else:
+        encoded = np.concatenate(
+            [embedder.encode(inputs[i : i + EMBED_BATCH]) for i in range(0, len(inputs), EMBED_BATCH)]
+        )
+    texts = encoded[: len(chunks)]
+    if not preludes:
+        return texts
+    prelude_vectors = dict(zip(preludes, encoded[len(chunks) :]))
+    prelude_vectors[""] = np.zeros(texts.shape[1], dtype=texts.dtype)
+    return unit_rows(
+        texts + PRELUDE_WEIGHT * np.stack([prelude_vectors[c.prelude] for c in chunks])
+    )

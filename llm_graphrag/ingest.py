@@ -23,7 +23,8 @@ from . import parallel
 from .chunking import chunk_document
 from .dedup import NearDuplicateFilter
 from .dedup_store import DEDUP_KINDS
-from .embeddings import embedder_for, unit_rows, write_embeddings
+from .dense import forget_dense
+from .embeddings import EMBED_BATCH, chunk_vectors, embedder_for, write_embeddings
 from .loaders import LINK_HINT, LoadError, expand_paths, load_document, refusal
 from .normalize import GENERATED_KINDS
 from .redact import SETTING as REDACT_SETTING
@@ -42,6 +43,7 @@ class IngestResult:
     errors: list = field(default_factory=list)
     doc_ids: list = field(default_factory=list)
     extraction: dict = None
+    dense: dict = None  # ``dense.embed_chunks``'s result, when the database has dense vectors
 
     def to_dict(self):
         result = {
@@ -55,6 +57,8 @@ class IngestResult:
         }
         if self.extraction is not None:
             result["extraction"] = self.extraction
+        if self.dense is not None:
+            result["dense"] = self.dense
         return result
 
 
@@ -270,8 +274,23 @@ def ingest_docs(
         doc_ids = sorted(result.doc_ids + skipped_ids)
         if result.doc_ids or any(unfinished_work(db, skipped_ids).values()):
             result.extraction = extract_and_link(db, doc_ids=doc_ids, workers=workers)
+    result.dense = _keep_dense(db)
     _record_run(db, started, paths, result)
     return result
+
+
+def _keep_dense(db):
+    """Dense vectors for the new chunks of a database that has them (``llm graphrag
+    dense``); None when it has none. Without the transformer here, the chunks wait (and
+    searches use the static vectors until a run that has it embeds them)."""
+    from .dense import dense_model, embed_chunks, missing_chunks
+    from .minilm import available
+
+    if not dense_model(db.conn):
+        return None
+    if not available():
+        return {"embedded": 0, "missing": len(missing_chunks(db)), "error": "transformer not installed"}
+    return embed_chunks(db)
 
 
 LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedding batch
@@ -348,37 +367,6 @@ def _prepare_file(path):
         return path, "error", str(ex)
     document.blocks = []  # the chunks hold the text now: half as much to send back
     return path, "loaded", (document, chunks, dropped)
-
-
-PRELUDE_WEIGHT = 0.3
-EMBED_BATCH = 256  # chunks embedded per call; encoding has a fixed cost per call
-
-
-def chunk_vectors(embedder, chunks):
-    """Unit vectors of chunk text plus ``PRELUDE_WEIGHT`` times the prelude's vector.
-
-    Embedding the prelude with the text drowns short chunks in their path and headings
-    (QASC R@10 any for vector search falls from 0.90 to 0.77); a lighter prelude keeps
-    the context without the noise.
-    """
-    preludes = sorted({chunk.prelude for chunk in chunks} - {""})
-    inputs = [chunk.text for chunk in chunks] + preludes
-    # One call per EMBED_BATCH texts: the tokenizer's working memory grows with a call's
-    # text (one call for a 5 MB file's 1,940 chunks took 600 MB).
-    if len(inputs) <= EMBED_BATCH:
-        encoded = embedder.encode(inputs)
-    else:
-        encoded = np.concatenate(
-            [embedder.encode(inputs[i : i + EMBED_BATCH]) for i in range(0, len(inputs), EMBED_BATCH)]
-        )
-    texts = encoded[: len(chunks)]
-    if not preludes:
-        return texts
-    prelude_vectors = dict(zip(preludes, encoded[len(chunks) :]))
-    prelude_vectors[""] = np.zeros(texts.shape[1], dtype=texts.dtype)
-    return unit_rows(
-        texts + PRELUDE_WEIGHT * np.stack([prelude_vectors[c.prelude] for c in chunks])
-    )
 
 
 def _root_for(path, paths):
@@ -635,7 +623,9 @@ def move_document(db, old_path, new_path, *, roots=None):
         )
         if chunks:
             write_embeddings(db, "chunks", chunk_ids, vectors, [chunk.embed_text for chunk in chunks])
+            forget_dense(db, chunk_ids)  # their preludes changed: embedded again below
         dedup_store.write_paragraphs(db.conn, doc_id, new_path, paragraphs, moved_from=old_path)
+    _keep_dense(db)
     return True
 
 

@@ -7,8 +7,12 @@ import llm
 def register_embedding_models(register):
     from .embeddings import all_models
 
+    from .minilm import MiniLMEmbeddingModel, available
+
     for model, aliases in all_models():
         register(model, aliases=aliases)
+    if available():  # the transformer's weights are an optional install
+        register(MiniLMEmbeddingModel())
 
 
 @llm.hookimpl

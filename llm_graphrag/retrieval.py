@@ -93,6 +93,19 @@ RESCORE_WEIGHTS = {
     "heading": 0.3000,
     "code": 0.3000,
 }
+# The same, for a vector list from the dense chunk vectors (``dense.py``), whose ranks
+# and cosines mean more: fitted by ``python bench/fit_rescorer.py --dense``.
+RESCORE_WEIGHTS_DENSE = {
+    "keyword": -0.3377,
+    "vector": -0.0729,
+    "both": 0.0620,
+    "bm25": 0.3705,
+    "cosine": 0.1977,
+    "page_support": 0.1000,
+    "page_size": -0.0500,
+    "heading": 0.3000,
+    "code": 0.3000,
+}
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NGRAM = 3
@@ -323,6 +336,7 @@ class _Query:
         self.moved = {}  # chunk id -> its own score, for one page grouping moved (``_group_pages``)
         self.features = {}  # chunk id -> the re-scorer's feature values (bench/fit_rescorer.py)
         self.fusion = {}  # list name -> its weight in this question's fusion
+        self.dense = False  # whether the vector list came from the dense chunk vectors
         self.order = []
         self.bridge = {}  # chunk id -> summed bridge contribution
         self.paths = {}  # chunk id -> best path dict
@@ -352,10 +366,17 @@ class _Query:
         return self._query_vector
 
     def vector_search(self):
-        vector = self.query_vector
-        if not np.any(vector):
-            return
-        rows = vector_search(self.conn, vector, self.options.vector_candidates, self.options)
+        """The nearest chunks by the dense vectors when the database has them
+        (``dense.dense_search``), else by the static model's."""
+        from .dense import dense_search
+
+        rows = dense_search(self.conn, self.q, self.options.vector_candidates)
+        self.dense = rows is not None
+        if rows is None:
+            vector = self.query_vector
+            if not np.any(vector):
+                return
+            rows = vector_search(self.conn, vector, self.options.vector_candidates, self.options)
         self.vector = {row[0]: (rank, 1.0 - row[1]) for rank, row in enumerate(rows)}
 
     def fuse(self):
@@ -500,7 +521,10 @@ class _Query:
         rescore = self.options.rescore
         if not rescore:
             return None
-        weights = RESCORE_WEIGHTS if rescore is True else rescore
+        if rescore is True:
+            weights = RESCORE_WEIGHTS_DENSE if self.dense else RESCORE_WEIGHTS
+        else:
+            weights = rescore
         return {name: float(weights.get(name, 0.0)) for name in RESCORE_FEATURES}
 
     def _code_links(self):
@@ -1012,6 +1036,8 @@ class _Query:
         if chunk_id in self.vector:
             rank, score = self.vector[chunk_id]
             signals["semantic"] = {"rank": rank + 1, "score": round(score, 6)}
+            if self.dense:
+                signals["semantic"]["vectors"] = "dense"
         signals["relevance"] = round(self.relevance.get(chunk_id, 0.0), 6)
         if chunk_id in self.document:
             signals["fused"] = round(self.fused.get(chunk_id, 0.0), 6)

@@ -59,6 +59,7 @@ def status(db, watcher=None):
     return {
         "counts": counts,
         "embedding_model": get_setting(db, "embedding_model"),
+        "dense": _dense_state(db),
         "dimensions": get_setting(db, "dimensions"),
         "schema_version": schema_version(db),
         "last_ingest": last_ingest,
@@ -71,6 +72,20 @@ def status(db, watcher=None):
         "redactions": redactions,
         **unfinished_work(db),
     }
+
+
+def _dense_state(db):
+    """The dense chunk vectors' model and how many chunks have one (``dense.py``), or None."""
+    from .dense import COLLECTION, dense_model
+
+    model = dense_model(db.conn)
+    if not model:
+        return None
+    vectors = db.execute(
+        "select count(*) from embeddings where collection_id = (select id from collections where name = ?)",
+        [COLLECTION],
+    ).fetchone()[0]
+    return {"model": model, "chunks_with_vectors": vectors}
 
 
 def _watcher_state(db):

@@ -305,7 +305,7 @@ def test_chunk_vectors_weight_the_prelude():
     import numpy as np
 
     from llm_graphrag.chunking import Chunk
-    from llm_graphrag.ingest import PRELUDE_WEIGHT, chunk_vectors
+    from llm_graphrag.embeddings import PRELUDE_WEIGHT, chunk_vectors
 
     embedder = get_embedder("graphrag")
     chunks = [
