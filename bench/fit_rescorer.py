@@ -12,10 +12,7 @@ ranking alone (no graph) of every set and split, hand-set document evidence agai
 fitted weights: the check splits print aggregate figures only.
 
     python bench/fit_rescorer.py --data DIR [--eval ../shared/eval] [--l2 0.01]
-        [--fixed page_support,page_size,heading,code] [--cache FILE] [--dense] [--write]
-
-``--dense``: the databases have dense chunk vectors (``llm graphrag dense``), and the
-weights fitted are ``RESCORE_WEIGHTS_DENSE``, which graph mode uses on such databases.
+        [--fixed page_support,page_size,heading,code] [--cache FILE] [--write]
 
 ``--write`` puts the weights into ``llm_graphrag/retrieval.py``. Sets are read from
 ``--data`` (``docs.db``, ``django.db``, ``qasc.db``, ``multirc.db``, built as for ``llm
@@ -39,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from compare_modes import questions  # noqa: E402
-from llm_graphrag import dense, evaluate, retrieval  # noqa: E402
+from llm_graphrag import evaluate, retrieval  # noqa: E402
 from llm_graphrag.db import open_database  # noqa: E402
 
 EVAL = ROOT.parent / "shared" / "eval"
@@ -61,17 +58,12 @@ def _path(name, eval_dir):
     return local if local.exists() else pathlib.Path(eval_dir) / file
 
 
-def collect(name, split, data, eval_dir, dense_wanted=False):
+def collect(name, split, data, eval_dir):
     """``[(fused, features, labels, keys)]`` per question of one set's split."""
     file, database = _path(name, eval_dir), pathlib.Path(data) / SETS[name][1]
     if "heldout" in split:
         raise SystemExit("held-out splits are not read here")
     db = open_database(str(database))
-    if dense.dense_model(db.conn) != dense_wanted:
-        raise SystemExit(
-            f"{database}: {'no' if dense_wanted else 'has'} dense chunk vectors; "
-            f"{'run llm graphrag dense on it' if dense_wanted else 'fit without --dense on databases without them'}"
-        )
     picked, keys = questions(file, split, db)
     options = retrieval.RetrievalOptions(
         rescore={name: 0.0 for name in FEATURES}, rescore_depth=None
@@ -158,12 +150,12 @@ def replay(questions_, weights):
     return figures(rows)
 
 
-def write(weights, name="RESCORE_WEIGHTS"):
+def write(weights):
     path = ROOT / "llm_graphrag" / "retrieval.py"
     text = path.read_text(encoding="utf-8")
     body = "".join(f'    "{f}": {weights[f]:.4f},\n' for f in FEATURES)
-    pattern = rf"^{name} = \{{.*?\}}\n"
-    text = re.sub(pattern, f"{name} = {{\n" + body + "}\n", text, count=1, flags=re.S | re.M)
+    pattern = r"RESCORE_WEIGHTS = \{.*?\}\n"
+    text = re.sub(pattern, "RESCORE_WEIGHTS = {\n" + body + "}\n", text, count=1, flags=re.S)
     path.write_text(text, encoding="utf-8")
 
 
@@ -181,11 +173,6 @@ def main(argv=None):
         help="features held at the hand-set document weights ('' : none)",
     )
     parser.add_argument("--cache", help="a pickle of the collected features, made if missing")
-    parser.add_argument(
-        "--dense",
-        action="store_true",
-        help="fit RESCORE_WEIGHTS_DENSE: the databases have dense chunk vectors ('llm graphrag dense')",
-    )
     args = parser.parse_args(argv)
     cache = pathlib.Path(args.cache) if args.cache else None
     if cache and cache.exists():
@@ -193,7 +180,7 @@ def main(argv=None):
     else:
         collected = {}
         for name, split in TRAIN + CHECK:
-            collected[(name, split)] = collect(name, split, args.data, args.eval, args.dense)
+            collected[(name, split)] = collect(name, split, args.data, args.eval)
             print(f"{name} {split}: {len(collected[(name, split)])} questions", file=sys.stderr)
         if cache:
             cache.write_bytes(pickle.dumps(collected))
@@ -218,7 +205,7 @@ def main(argv=None):
             cells = " | ".join(f"{table[n]:.3f}" for n in names)
             print(f"| {key[0]} | {key[1]} | {label} | {cells} |")
     if args.write:
-        write(weights, "RESCORE_WEIGHTS_DENSE" if args.dense else "RESCORE_WEIGHTS")
+        write(weights)
 
 
 if __name__ == "__main__":

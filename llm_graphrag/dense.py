@@ -72,39 +72,57 @@ def missing_chunks(db):
     ]
 
 
-def embed_chunks(db, progress=None, batch=BATCH):
+def embed_chunks(db, progress=None, batch=BATCH, workers=None):
     """Give every chunk of ``db`` (a ``sqlite_utils.Database``) its dense vector.
 
     Chunks that have one are skipped, so an interrupted run goes on where it stopped
-    (each batch is committed). ``progress(n)`` is told each batch's size. Returns
-    ``{"embedded": n, "chunks": total, "model": id}``.
+    (each batch is committed). Batches are encoded in ``workers`` forked processes
+    (default: one per CPU for runs of two batches or more; 0: here) while this one
+    writes. ``progress(n)`` is told each batch's size. Returns ``{"embedded": n,
+    "chunks": total, "model": id}``.
     """
-    from .embeddings import Embedder, chunk_vectors, write_embeddings
-    from .minilm import MODEL_ID, MiniLMEmbeddingModel, load_transformer
+    from .embeddings import write_embeddings
+    from .minilm import MODEL_ID, load_transformer
+    from .parallel import ordered_map, worker_count
     from .schema import set_setting
 
-    load_transformer()  # fails with the install hint before anything is written
+    load_transformer()  # fails with the install hint before anything is written; workers inherit it
     with db.conn:
         _collection_id(db)
         _ensure_cleanup(db)
         set_setting(db, SETTING, MODEL_ID)
-    embedder = Embedder(MiniLMEmbeddingModel())
     ids = missing_chunks(db)
-    for start in range(0, len(ids), batch):
-        part = ids[start : start + batch]
-        rows = db.execute(
-            "select id, content, prelude from chunks where id in (select value from json_each(?))",
-            [_json(part)],
-        ).fetchall()
-        if rows:
-            chunks = [_Chunk(content, prelude) for _, content, prelude in rows]
-            vectors = chunk_vectors(embedder, chunks)
+    batches = [ids[start : start + batch] for start in range(0, len(ids), batch)]
+
+    def rows():
+        for part in batches:
+            yield db.execute(
+                "select id, content, prelude from chunks where id in (select value from json_each(?))",
+                [_json(part)],
+            ).fetchall()
+
+    embedded = 0
+    for chunk_ids, vectors in ordered_map(_encode_rows, rows(), worker_count(workers, len(batches), least=2)):
+        if chunk_ids:
             with db.conn:
-                write_embeddings(db, COLLECTION, [row[0] for row in rows], vectors)
+                write_embeddings(db, COLLECTION, chunk_ids, vectors)
+            embedded += len(chunk_ids)
         if progress:
-            progress(len(part))
+            progress(len(chunk_ids))
     total = db.execute("select count(*) from chunks").fetchone()[0]
-    return {"embedded": len(ids), "chunks": total, "model": MODEL_ID}
+    return {"embedded": embedded, "chunks": total, "model": MODEL_ID}
+
+
+def _encode_rows(rows):
+    """``(chunk ids, dense vectors)`` of ``(id, content, prelude)`` rows: the text plus
+    ``PRELUDE_WEIGHT`` times the prelude, as the static chunk vectors are made."""
+    from .embeddings import Embedder, chunk_vectors
+    from .minilm import MiniLMEmbeddingModel
+
+    if not rows:
+        return [], []
+    chunks = [_Chunk(content, prelude) for _, content, prelude in rows]
+    return [row[0] for row in rows], chunk_vectors(Embedder(MiniLMEmbeddingModel()), chunks)
 
 
 def forget_dense(db, chunk_ids):

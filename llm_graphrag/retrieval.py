@@ -93,20 +93,6 @@ RESCORE_WEIGHTS = {
     "heading": 0.3000,
     "code": 0.3000,
 }
-# The same, for a vector list from the dense chunk vectors (``dense.py``), whose ranks
-# and cosines mean more: fitted by ``python bench/fit_rescorer.py --dense``.
-RESCORE_WEIGHTS_DENSE = {
-    "keyword": -0.3377,
-    "vector": -0.0729,
-    "both": 0.0620,
-    "bm25": 0.3705,
-    "cosine": 0.1977,
-    "page_support": 0.1000,
-    "page_size": -0.0500,
-    "heading": 0.3000,
-    "code": 0.3000,
-}
-
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NGRAM = 3
 
@@ -521,10 +507,7 @@ class _Query:
         rescore = self.options.rescore
         if not rescore:
             return None
-        if rescore is True:
-            weights = RESCORE_WEIGHTS_DENSE if self.dense else RESCORE_WEIGHTS
-        else:
-            weights = rescore
+        weights = RESCORE_WEIGHTS if rescore is True else rescore
         return {name: float(weights.get(name, 0.0)) for name in RESCORE_FEATURES}
 
     def _code_links(self):

@@ -90,6 +90,20 @@ def test_dense_command_embeds_every_chunk_once(database):
     assert status["dense"] == {"model": minilm.MODEL_ID, "chunks_with_vectors": chunks}
 
 
+def test_worker_processes_store_the_vectors_one_process_does(database, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy.db"
+    shutil.copy(database, copy)
+    vectors = []
+    for path, workers in ((database, 0), (copy, 2)):
+        db = open_database(path, create=False)
+        assert dense.embed_chunks(db, batch=2, workers=workers)["embedded"] == len(TOPICS)
+        vectors.append(dense.DenseIndex.from_db(db.conn))
+    assert list(vectors[0].ids) == list(vectors[1].ids)
+    assert np.array_equal(vectors[0].matrix, vectors[1].matrix)
+
+
 def test_vector_search_uses_the_dense_vectors(database):
     conn = open_database(database, create=False).conn
     static = {q: _ranking(conn, q) for q in PARAPHRASES}
