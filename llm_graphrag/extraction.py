@@ -1308,7 +1308,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "the cartilage that covers the bone"
         if prev_class in ("noun", "name", "mod", "other") and _verb_follows(low, k, tokens, prev_word):
             return "verb"  # "Python uses the ...", "heart pumps blood"
-        if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text):
+        if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
             return "verb"  # "The Danube flows through Vienna": a sentence needs its verb
         return "noun"
     if cls == "verb":
@@ -1324,7 +1324,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         nxt = tokens[k + 1][2]
         if (nxt.lower() in DETERMINERS or nxt[0].isupper()) and not text[tokens[k][1] : tokens[k + 1][0]].strip():
             return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
-    if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text):
+    if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
         return "verb"  # "The painting hangs in the Louvre."
     if (
         cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
@@ -1350,12 +1350,14 @@ _OPENING_DETERMINERS = frozenset("the a an this that its their his her".split())
 _NP_PREPOSITIONS = frozenset("of by in on from with at".split())
 
 
-def _only_verb_slot(low, k, tokens, text):
+def _only_verb_slot(low, k, tokens, text, proper=frozenset()):
     """Whether an -s form after the noun phrase that opens a full sentence is the verb no
     other word of the sentence can be: "The Rhine rises in the Alps." ("The river's rises
     and falls are ..." has its verb elsewhere)."""
-    if not low.endswith("s") or low.endswith(_KEEP_S) or k < 2 or tokens[0][2].lower() not in _OPENING_DETERMINERS:
+    if not low.endswith("s") or low.endswith(_KEEP_S):
         return False
+    if k < 2 or tokens[0][2].lower() not in _OPENING_DETERMINERS:
+        return k == 1 and _named_subject(tokens, text, proper)  # "Memcached runs as a daemon"
     if text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
         return False  # a heading, a list item or a fragment: no sentence that needs a verb
     if any(
@@ -1367,6 +1369,26 @@ def _only_verb_slot(low, k, tokens, text):
         w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing"))
         for _, _, w in tokens[k + 1 :]
     )
+
+
+def _named_subject(tokens, text, proper):
+    """Whether a sentence opens with a name (written with an inner capital or seen with its
+    capital inside a sentence) and then a word that can be a verb before a preposition,
+    no auxiliary after it but in a second verb phrase ("Memcached runs as a daemon and is
+    allotted ...", "Django ships with two backends"): the name is the subject, that word
+    the verb, no compound "Memcached runs"."""
+    word = tokens[0][2]
+    if not (_mixed_case(word) or word[0].isupper() and word in proper) or len(tokens) < 3:
+        return False
+    if tokens[2][2] not in _VERB_PREPOSITIONS or text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
+        return False
+    return not any(
+        w.lower() in _FINITE and tokens[i - 1][2].lower() not in ("and", "or", "but")
+        for i, (_, _, w) in enumerate(tokens[3:], 3)
+    )
+
+
+_VERB_PREPOSITIONS = frozenset("as on in at with into through from over across onto".split())
 
 
 def _verb_follows(low, k, tokens, prev_word):

@@ -1478,3 +1478,12 @@ def test_a_name_may_hold_of_the():
 def test_a_verb_after_a_pronoun_and_a_frequency_adverb_is_no_noun():
     found = names(mentions_of("Herons are birds. They mostly hunt eels in marshes.", extractors=(extraction.concept_mentions,)))
     assert ("eels", "concept") in found and not [n for n, _ in found if "hunt" in n]
+
+
+def test_an_s_word_after_an_opening_name_before_a_preposition_is_its_verb():
+    text = "Install Tidecache first. Tidecache runs as a daemon and is given some memory."
+    found = names(mentions_of(text, extractors=(extraction.concept_mentions,)))
+    assert ("Tidecache runs", "concept") not in found and ("daemon", "concept") in found
+    # A plural noun after a name, the verb later, stays the name's compound.
+    found = names(mentions_of("Install Tidecache first. Tidecache users in Oslo are happy.", extractors=(extraction.concept_mentions,)))
+    assert ("Tidecache users", "concept") in found
