@@ -8,6 +8,7 @@ chunk is tokenized once however many extractors run.
 
 from __future__ import annotations
 
+import pathlib
 import re
 from bisect import bisect_right, insort
 from dataclasses import dataclass, field
@@ -1176,7 +1177,19 @@ def word_class(word):
         return "adj"
     if word.endswith("ic") and len(word) > 4 and word not in _IC_NOUNS:
         return "adj"  # volcanic, pathogenic, genetic
+    if word in _adjectives() and not (word.endswith(("ed", "ing")) and len(word) > 4):
+        # No adjective suffix, and never a noun: "persistent", "concise", "dual" (participles
+        # are left to the sentence: "licensed packages", "a package licensed under").
+        return "adj"
     return "noun"
+
+
+@lru_cache(maxsize=1)
+def _adjectives():
+    """The words WordNet lists as adjectives and never as nouns (``lexicon/adjectives.txt``,
+    made by ``scripts/build_adjectives.py``)."""
+    path = pathlib.Path(__file__).resolve().parent / "lexicon" / "adjectives.txt"
+    return frozenset(path.read_text().split())
 
 
 def concept_mentions(chunk, context):

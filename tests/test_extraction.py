@@ -1487,3 +1487,11 @@ def test_an_s_word_after_an_opening_name_before_a_preposition_is_its_verb():
     # A plural noun after a name, the verb later, stays the name's compound.
     found = names(mentions_of("Install Tidecache first. Tidecache users in Oslo are happy.", extractors=(extraction.concept_mentions,)))
     assert ("Tidecache users", "concept") in found
+
+
+def test_a_word_wordnet_lists_only_as_an_adjective_is_no_noun():
+    assert extraction.word_class("persistent") == "adj" and extraction.word_class("concise") == "adj"
+    assert extraction.word_class("commercial") == "noun"  # a noun too: "a television commercial"
+    assert extraction.word_class("licensed") != "adj"  # a participle: the sentence tells
+    found = names(mentions_of("A shelf is a persistent, dictionary-like object.", extractors=(extraction.concept_mentions,)))
+    assert ("persistent", "concept") not in found and ("shelf", "concept") in found
