@@ -263,10 +263,17 @@ def _inflections(base):
     return forms
 
 
+def _lexicon(name):
+    """A word list of ``lexicon/`` (made by ``scripts/build_lexicon.py``): WordNet's."""
+    return (pathlib.Path(__file__).resolve().parent / "lexicon" / f"{name}.txt").read_text().split()
+
+
+AMBIGUOUS_FORMS = frozenset(set().union(*(_inflections(v) for v in _AMBIGUOUS_BASES)))
+# The hand lists, then the words WordNet knows only as verbs ("interfere", "inscribe").
 VERB_FORMS = frozenset(
     set().union(*(_inflections(v) for v in _VERB_BASES)) | set(_IRREGULAR_VERB_FORMS)
+    | set().union(*(_inflections(v) for v in _lexicon("verbs"))) - AMBIGUOUS_FORMS
 )
-AMBIGUOUS_FORMS = frozenset(set().union(*(_inflections(v) for v in _AMBIGUOUS_BASES)))
 
 # ---------------------------------------------------------------------------------------
 # Normalization
@@ -1186,10 +1193,8 @@ def word_class(word):
 
 @lru_cache(maxsize=1)
 def _adjectives():
-    """The words WordNet lists as adjectives and never as nouns (``lexicon/adjectives.txt``,
-    made by ``scripts/build_adjectives.py``)."""
-    path = pathlib.Path(__file__).resolve().parent / "lexicon" / "adjectives.txt"
-    return frozenset(path.read_text().split())
+    """The words WordNet lists as adjectives and never as nouns."""
+    return frozenset(_lexicon("adjectives"))
 
 
 def concept_mentions(chunk, context):

@@ -1495,3 +1495,10 @@ def test_a_word_wordnet_lists_only_as_an_adjective_is_no_noun():
     assert extraction.word_class("licensed") != "adj"  # a participle: the sentence tells
     found = names(mentions_of("A shelf is a persistent, dictionary-like object.", extractors=(extraction.concept_mentions,)))
     assert ("persistent", "concept") not in found and ("shelf", "concept") in found
+
+
+def test_a_word_wordnet_lists_only_as_a_verb_is_a_verb():
+    assert extraction.word_class("interfere") == "verb" and extraction.word_class("interferes") == "verb"
+    assert extraction.word_class("gauge") == "noun"  # a noun too
+    found = names(mentions_of("The gauge works by interfering with the tide.", extractors=(extraction.concept_mentions,)))
+    assert not any(name.startswith("interfer") for name, _ in found)

