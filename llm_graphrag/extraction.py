@@ -1180,6 +1180,8 @@ def word_class(word):
         if word in _LY_ADJECTIVES or "-" in word:
             return "adj"  # "a daily job", "an asynchronous-friendly standard"
         return "adverb"
+    if word in _suffix_nouns() and word not in COMMON_ADJECTIVES:
+        return "noun"  # an adjective's ending, but a noun only: "archive", "topic", "forest"
     if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES) or _superlative(word):
         return "adj"
     if word.endswith("ic") and len(word) > 4 and word not in _IC_NOUNS:
@@ -1189,6 +1191,12 @@ def word_class(word):
         # are left to the sentence: "licensed packages", "a package licensed under").
         return "adj"
     return "noun"
+
+
+@lru_cache(maxsize=1)
+def _suffix_nouns():
+    """The words WordNet lists as nouns and never as adjectives that end as adjectives do."""
+    return frozenset(_lexicon("nouns"))
 
 
 @lru_cache(maxsize=1)

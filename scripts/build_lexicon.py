@@ -1,7 +1,8 @@
 """Rebuild the word lists of llm_graphrag/lexicon/, one word a line, sorted:
 ``adjectives.txt``, the words WordNet lists as adjectives and never as nouns ("persistent",
 "concise", "dual"); ``verbs.txt``, the words it lists as verbs and never as nouns or
-adjectives ("interfere", "inscribe", "listen").
+adjectives ("interfere", "inscribe", "exclude"); ``nouns.txt``, the words it lists as nouns
+and never as adjectives that end as adjectives do ("archive", "topic", "forest").
 
 The lists are WordNet 3.0's, as spaCy's English model ships them for its rule lemmatizer
 (the ``lemma_index`` table of en-core-web-sm, MIT; WordNet's own licence is in
@@ -19,6 +20,8 @@ from spacy.lookups import Lookups
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "llm_graphrag" / "lexicon"
 WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
+# The endings extraction.word_class takes for an adjective's (its _ADJ_SUFFIXES, "-ic", a superlative's).
+ADJECTIVE_ENDINGS = ("ous", "ful", "ive", "able", "ible", "less", "ish", "ical", "ular", "istic", "ic", "est")
 
 
 def model_lookups():
@@ -34,6 +37,7 @@ def main():
     lists = {
         "adjectives": adjectives - nouns,
         "verbs": set(index["verb"]) - nouns - adjectives,
+        "nouns": {w for w in nouns - adjectives if w.endswith(ADJECTIVE_ENDINGS)},
     }
     for name, words in lists.items():
         words = sorted(w for w in words if WORD.fullmatch(w))

@@ -1502,3 +1502,10 @@ def test_a_word_wordnet_lists_only_as_a_verb_is_a_verb():
     assert extraction.word_class("gauge") == "noun"  # a noun too
     found = names(mentions_of("The gauge works by interfering with the tide.", extractors=(extraction.concept_mentions,)))
     assert not any(name.startswith("interfer") for name, _ in found)
+
+
+def test_a_noun_with_an_adjective_ending_wordnet_never_calls_an_adjective_is_a_noun():
+    assert extraction.word_class("archive") == "noun" and extraction.word_class("forest") == "noun"
+    assert extraction.word_class("famous") == "adj" and extraction.word_class("relative") == "adj"
+    found = names(mentions_of("The tide archive stores the readings.", extractors=(extraction.concept_mentions,)))
+    assert ("tide archive", "concept") in found
