@@ -565,6 +565,7 @@ def _finite(trigger):
     return bool(first) and first[0].isalpha() and not first.endswith(("ed", "ing")) and first not in _NOT_FINITE
 
 
+_AND_SECOND_VERB = re.compile(r"\s+(?:and|but)\s+(?:(?:also|then|later|now)\s+)?")
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?")
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
@@ -599,6 +600,8 @@ def _left_of(group, position, masked, ends=None, finite=False):
         if first.end <= position and first is not best:
             return first, 1  # "It provides X, and requires Y": the sentence subject
         return None, 0
+    if finite and _AND_SECOND_VERB.fullmatch(between) and best is not group[0] and group[0].type not in ("DATE", "version"):
+        return group[0], 1  # "X was written by A and is maintained by B": a second verb phrase, X's
     gap = _gap_words(between)
     if gap > MAX_GAP_WORDS or _CLAUSE_BREAK.search(between) or re.search(r"[()]", between):
         return None, 0

@@ -64,6 +64,13 @@ def test_coordinated_verb_phrase_takes_the_sentence_subject():
     ]
 
 
+def test_a_second_verb_phrase_after_a_bare_and_takes_the_sentence_subject():
+    text = "The Basin package was written by Ada Lovelace and is maintained by the Tide Group."
+    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    assert ("Basin package", "owned_by", "Tide Group") in found
+    assert ("Ada Lovelace", "owned_by", "Tide Group") not in found
+
+
 def test_abbreviations_are_the_same_thing():
     text = "The Web Server Gateway Interface (WSGI) is a standard."
     assert candidates(text, relations.pattern_relations) == [
