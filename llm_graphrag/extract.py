@@ -890,6 +890,7 @@ def _extract_document(document):
         for extract in _WORKER["relations"].values():
             found.extend(extract(chunk, mentions, context) or ())
         candidates.append(found)
+    per_chunk = [_without_idle_abstracts(m, c) for m, c in zip(per_chunk, candidates)]
 
     ordered = [(0, subject)] if subject is not None and chunks else []
     ordered.extend((index, m) for index, mentions in enumerate(per_chunk) for m in mentions)
@@ -921,6 +922,15 @@ def _extract_document(document):
             number = sentence_index.setdefault(sentence, len(sentence_index))
             found.append((index, src, dst, c.rel, c.weight, c.proximity, number, c.extractor))
     return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining, [])
+
+
+def _without_idle_abstracts(mentions, candidates):
+    """``mentions`` without the abstract nouns (``abstract`` in their features: "maintenance",
+    "independence") that no typed relation candidate of the chunk joins: such a noun names
+    no thing of its own, but "heavy rainfall causes flooding" needs the flooding. They were
+    mentions while the relations were found, so what lies between two mentions is the same."""
+    typed = {id(m) for c in candidates if c.rel not in UNTYPED for m in (c.src, c.dst)}
+    return [m for m in mentions if not m.features.get("abstract") or id(m) in typed]
 
 
 def _leave_out(extracted, generic):

@@ -1194,6 +1194,13 @@ def word_class(word):
 
 
 @lru_cache(maxsize=1)
+def _abstract_nouns():
+    """The nouns whose two most frequent senses WordNet files under acts, attributes, states,
+    events, possessions, times, quantities, relations, feelings or motives: no things."""
+    return frozenset(_lexicon("abstract_nouns"))
+
+
+@lru_cache(maxsize=1)
 def _suffix_nouns():
     """The words WordNet lists as nouns and never as adjectives that end as adjectives do."""
     return frozenset(_lexicon("nouns"))
@@ -1567,10 +1574,13 @@ def _emit(run, mentions, text):
     if len(words) > 1 and all((w in GENERIC_NOUNS or w in COMMON_ADJECTIVES) and w not in KEEP_ADJECTIVES for w in words):
         return
     score = 0.6 if len(words) == 1 else 0.7
+    features = {"np": len(words)}
+    if len(words) == 1 and (head in _abstract_nouns() or head_lemma in _abstract_nouns()):
+        features["abstract"] = True  # "maintenance", "independence": kept only in a typed relation
     # The norm comes from the words in lower case (but names), as it did before names
     # were kept as written: "Frogs" opening a sentence is the entity "frogs" names.
     norm = normalize(" ".join(words))
-    mentions.append(Mention(text[start:end], "concept", start, end, score, {"np": len(words)}, name=name, norm=norm, extractor="concepts"))
+    mentions.append(Mention(text[start:end], "concept", start, end, score, features, name=name, norm=norm, extractor="concepts"))
     if len(words) > 1 and head_lemma not in GENERIC_NOUNS and len(head) >= 3:
         hs, he = run[-1][0], run[-1][1]
         mentions.append(Mention(text[hs:he], "concept", hs, he, 0.5, {"np": 1, "head": True}, name=run[-1][4], norm=normalize(head), extractor="concepts"))

@@ -1509,3 +1509,15 @@ def test_a_noun_with_an_adjective_ending_wordnet_never_calls_an_adjective_is_a_n
     assert extraction.word_class("famous") == "adj" and extraction.word_class("relative") == "adj"
     found = names(mentions_of("The tide archive stores the readings.", extractors=(extraction.concept_mentions,)))
     assert ("tide archive", "concept") in found
+
+
+def test_an_abstract_noun_is_an_entity_only_in_a_typed_relation(tmp_path):
+    db = _db_with(tmp_path, [
+        ("Basin", "The maintenance of the tide gauge is simple. Earthquakes are caused by faults."),
+    ])
+    extract_and_link(db)
+    names = {name for (name,) in db.execute("select name from entities")}
+    assert "maintenance" not in names  # an act, in no typed relation
+    assert "earthquakes" in names  # an event, but what faults cause
+    facts = {(s, rel, d) for s, rel, d, _, _ in _relations(db)}
+    assert ("faults", "causes", "earthquakes") in facts
