@@ -408,6 +408,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_kind_in_place(group, masked, sentence))
         if ", " in sentence:
             found.extend(_place_comma_place(group, masked, sentence))
+        if ", where " in sentence:
+            found.extend(_where_place(group, masked, sentence))
         if " of " in sentence:
             found.extend(_kind_of_name(group, masked, sentence))
         if " by " in sentence:
@@ -1050,6 +1052,28 @@ def _place_beyond(group, right, masked):
 
 
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|from|to)\s+(?:the\s+)?$")
+_WHERE = re.compile(r",\s+where\s")
+_AT_IN = re.compile(r"\b(?:at|in)\s+(?:the\s+)?$")
+
+
+def _where_place(group, masked, sentence):
+    """"moved to Paris, where she studied at the University of Paris": a name after "at" or
+    "in" in a where-clause that follows a place (a name after a preposition of place) is in
+    that place."""
+    found = []
+    for i, a in enumerate(group):
+        if not (a.type in _NAMED and a.name[:1].isupper() and _WHERE.match(masked, a.end)):
+            continue
+        if not _PLACE_PREPOSITION.search(masked, max(0, a.start - 10), a.start):
+            continue
+        clause_end = min((masked.find(c, a.end + 2) for c in ",;." if masked.find(c, a.end + 2) >= 0), default=len(masked))
+        for b in group[i + 1 :]:
+            if b.start >= clause_end:
+                break
+            if b.type in _NAMED and b.name[:1].isupper() and b.norm != a.norm and _AT_IN.search(masked, max(0, b.start - 8), b.start):
+                found.append(RelationCandidate(b, a, "located_in", 0.6, 1.0, sentence, "patterns"))
+                break
+    return found
 _CLAUSE_AFTER = re.compile(r"\s*(?:[.;:)]|,(?!\s*(?:and|or)\b)|$)")
 
 

@@ -71,6 +71,16 @@ def test_a_second_verb_phrase_after_a_bare_and_takes_the_sentence_subject():
     assert ("Ada Lovelace", "owned_by", "Tide Group") not in found
 
 
+def test_a_name_after_at_or_in_in_a_where_clause_is_in_the_place_before_it():
+    text = "Ada Lovelace moved to Bergen, where she taught at the Tide School."
+    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    assert ("Tide School", "located_in", "Bergen") in found
+    # No place before: "the survey, where ..." names no place.
+    text = "Ada Lovelace read the survey, where she found the Tide School."
+    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    assert not any(rel == "located_in" for _, rel, _ in found)
+
+
 def test_abbreviations_are_the_same_thing():
     text = "The Web Server Gateway Interface (WSGI) is a standard."
     assert candidates(text, relations.pattern_relations) == [
