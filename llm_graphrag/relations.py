@@ -416,6 +416,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_work_by(group, masked, sentence))
         if " from " in sentence:
             found.extend(_noun_from_place(group, masked, sentence))
+            if " by " in sentence:
+                found.extend(_made_from_by(group, masked, sentence))
         if "capital" in sentence:
             found.extend(_capitals(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
@@ -1052,6 +1054,25 @@ def _place_beyond(group, right, masked):
 
 
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|from|to)\s+(?:the\s+)?$")
+_MADE_FROM = re.compile(r"\b(?:generated|built|compiled|produced|rendered|converted|created|made|assembled)\s+from\s+(?:the\s+|an?\s+)?$")
+_BY_MAKER = re.compile(r"\s+(?:[a-z]+\s+)?by\s+(?:the\s+)?")
+
+
+def _made_from_by(group, masked, sentence):
+    """"generated from reStructuredText sources by Sphinx": the maker uses what the thing
+    is made from (a kind word after the source, "sources", may stand between)."""
+    found = []
+    for i, a in enumerate(group):
+        if not _MADE_FROM.search(masked, max(0, a.start - 40), a.start):
+            continue
+        last, j = a, i + 1
+        while j < len(group) and not masked[last.end : group[j].start].strip():
+            last, j = group[j], j + 1  # "`reStructuredText`_ sources": the kind word after it
+        if j < len(group) and _BY_MAKER.fullmatch(masked, last.end, group[j].start) and group[j].norm != a.norm:
+            found.append(RelationCandidate(group[j], a, "uses", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
 _WHERE = re.compile(r",\s+where\s")
 _AT_IN = re.compile(r"\b(?:at|in)\s+(?:the\s+)?$")
 

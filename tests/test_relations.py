@@ -81,6 +81,15 @@ def test_a_name_after_at_or_in_in_a_where_clause_is_in_the_place_before_it():
     assert not any(rel == "located_in" for _, rel, _ in found)
 
 
+def test_what_a_thing_is_made_from_by_a_maker_the_maker_uses():
+    text = "These pages are generated from `Markdown` sources by `Tidegen`."
+    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    assert ("Tidegen", "uses", "Markdown") in found
+    text = "The wheel is built from the sdist by pip."
+    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    assert ("pip", "uses", "sdist") in found
+
+
 def test_abbreviations_are_the_same_thing():
     text = "The Web Server Gateway Interface (WSGI) is a standard."
     assert candidates(text, relations.pattern_relations) == [
