@@ -2404,8 +2404,8 @@ def _premodifiers(mentions, text):
     return [m for m in mentions if id(m) not in drop] if drop else mentions
 
 
-# "the" or a possessive before a title ("the farmer", "her brother"): shared with
-# ``relations._titled``, which makes the same titles is_a relations.
+# "the" or a possessive before a title ("the farmer", "her brother"); ``relations._titled``
+# makes the titles after "the" is_a relations.
 TITLE_DETERMINER = r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+"
 _DETERMINER_BEFORE = re.compile(TITLE_DETERMINER + "$")
 

@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, _person_noun, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, _person_noun, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -929,14 +929,16 @@ def _added_to(group, masked, sentence, s_start, s_end):
 
 
 _PAREN = re.compile(r"^\s*\(\s*$")
-_TITLE_OPENING = re.compile(TITLE_DETERMINER + r"(?:[\w-]+\s+)?$")  # "the (Dutch) artist"
+# "the (Dutch) artist"; not a possessive: "her husband Pierre Curie" names a relation to
+# her (a relational noun), no kind Pierre Curie is of.
+_TITLE_OPENING = re.compile(r"(?:^|\W)[Tt]he\s+(?:[\w-]+\s+)?$")
 
 
 def _titled(a, b, masked):
     """Whether concept ``a`` is the title of name ``b`` right after it: "the architect Ada
-    Lovelace", "her brother John Smith" (a noun after "the" or a possessive, before a name of
-    two or more capitalised words); ``extraction._title_before_name`` keeps such a title a
-    mention of its own."""
+    Lovelace" (a noun after "the", before a name of two or more capitalised words);
+    ``extraction._title_before_name`` keeps such a title a mention of its own, "her brother
+    John Smith" too, but a possessive's noun is a relation to the possessor, no kind."""
     return (
         a.type == "concept" and b.type in _NAMED and masked[a.end : b.start] == " " and not b.features.get("coref")
         and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
