@@ -1007,6 +1007,11 @@ def _capitals(group, masked, sentence):
     return found
 
 
+# A verb's object before "from": "received a royal charter from King Charles II" says where
+# the charter came from (the verb's source), not where a charter is.
+_VERB_OBJECT = re.compile(r"\b(?:[a-z]+ed|took|got|won|bought|brought|sent|gave|stole)\s+(?:an?|the|his|her|its|their)\s+(?:[\w-]+\s+)?$")
+
+
 def _noun_from_place(group, masked, sentence):
     """"Ada, a weaver from Leeds", "a farmer from Kent": the one a noun describes comes from
     (is located in) the name after "from"."""
@@ -1015,6 +1020,7 @@ def _noun_from_place(group, masked, sentence):
         if (
             a.type == "concept" and b.type in _NAMED and b.name[:1].isupper()
             and masked[a.end : b.start] == " from " and word_class(a.name.split()[-1].lower()) == "noun"
+            and not _VERB_OBJECT.search(masked, max(0, a.start - 30), a.start)
         ):
             described = _described(group, a, masked)
             if described.norm != b.norm:

@@ -761,6 +761,9 @@ def test_a_noun_from_a_name_is_located_in_it():
     found = candidates("Ada Thorne, a weaver from Leeds, sold cloth to a merchant from Bruges.", relations.pattern_relations)
     assert ("Ada Thorne", "located_in", "Leeds", 0.6, 1.0) in found
     assert ("merchant", "located_in", "Bruges", 0.6, 1.0) in found
+    # A verb's object: "from" says where it came from, not where it is.
+    found = candidates("The guild received a royal charter from Ada Thorne.", relations.pattern_relations)
+    assert not [c for c in found if c[1] == "located_in"]
 
 
 def test_a_capital_is_part_of_what_it_is_the_capital_of():
