@@ -696,6 +696,9 @@ def _described(group, left, masked):
     return group[i - 1]
 
 
+_GAP_PREPOSITION = re.compile(r"\w\s+(?:for|in|on|at|with|from|by|to|into|about|over|under|through)\s")
+
+
 def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     """The first mention after ``position`` and those coordinated with it ("X, Y and Z"),
     up to the comma that closes an opening clause ("If X needs Y, a list ...")."""
@@ -709,6 +712,8 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     between = masked[position : first.start]
     if gap > MAX_GAP_WORDS or re.search(r"[;:.()]", between) or _CLAUSE_BREAK.search(between):
         return result
+    if _GAP_PREPOSITION.search(between):
+        return result  # "used in subsequent installs for the same X": the object was no mention
     if "," in between and not (
         _ADJECTIVE_SERIES.fullmatch(between) and all(word_class(w.lower()) == "adj" for w in between.replace(",", " ").split())
     ):

@@ -90,6 +90,13 @@ def test_what_a_thing_is_made_from_by_a_maker_the_maker_uses():
     assert ("pip", "uses", "sdist") in found
 
 
+def test_a_preposition_between_a_trigger_and_a_mention_means_the_object_was_skipped():
+    found = candidates("The wheel is kept and used in subsequent installs for the Basin package.", relations.pattern_relations)
+    assert not [c for c in found if c[1] == "uses"]
+    found = candidates("The wheel is used in the Basin package.", relations.pattern_relations)
+    assert [c for c in found if c[1] == "uses"]
+
+
 def test_abbreviations_are_the_same_thing():
     text = "The Web Server Gateway Interface (WSGI) is a standard."
     assert candidates(text, relations.pattern_relations) == [
