@@ -28,8 +28,6 @@ OUT = pathlib.Path(__file__).resolve().parent.parent / "llm_graphrag" / "lexicon
 WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
 # The endings extraction.word_class takes for an adjective's (its _ADJ_SUFFIXES, "-ic", a superlative's).
 ADJECTIVE_ENDINGS = ("ous", "ful", "ive", "able", "ible", "less", "ish", "ical", "ular", "istic", "ic", "est")
-
-
 WORDNET = pathlib.Path("/usr/share/wordnet")
 # WordNet's lexicographer files for nouns, by number (lexnames(5WN)), from 03.
 LEXNAMES = """Tops act animal artifact attribute body cognition communication event feeling food group
