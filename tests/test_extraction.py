@@ -1521,3 +1521,13 @@ def test_an_abstract_noun_is_an_entity_only_in_a_typed_relation(tmp_path):
     assert "earthquakes" in names  # an event, but what faults cause
     facts = {(s, rel, d) for s, rel, d, _, _ in _relations(db)}
     assert ("faults", "causes", "earthquakes") in facts
+
+
+def test_an_abstract_noun_the_document_counts_names_a_thing(tmp_path):
+    db = _db_with(tmp_path, [
+        ("Basin", "Each task reads the gauge. A task is queued when the tide turns. Maintenance is simple."),
+    ])
+    extract_and_link(db)
+    names = {name for (name,) in db.execute("select name from entities")}
+    assert "task" in names  # "a task": a count noun, whatever its dictionary senses
+    assert "Maintenance" not in names and "maintenance" not in names  # a mass noun, no "a"
