@@ -890,6 +890,8 @@ def _extract_document(document):
         for extract in _WORKER["relations"].values():
             found.extend(extract(chunk, mentions, context) or ())
         candidates.append(found)
+    counted = _counted_norms(chunks)
+    per_chunk = [_without_idle_abstracts(m, c, counted) for m, c in zip(per_chunk, candidates)]
 
     ordered = [(0, subject)] if subject is not None and chunks else []
     ordered.extend((index, m) for index, mentions in enumerate(per_chunk) for m in mentions)
@@ -921,6 +923,26 @@ def _extract_document(document):
             number = sentence_index.setdefault(sentence, len(sentence_index))
             found.append((index, src, dst, c.rel, c.weight, c.proximity, number, c.extractor))
     return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining, [])
+
+
+_INDEFINITE = re.compile(r"\b[Aa]n?\s+([a-z]+)\b")
+
+
+def _counted_norms(chunks):
+    """Norms of the nouns a document counts, with "a" or "an" ("a function", "an integer"):
+    count nouns name things however abstract their dictionary senses; a mass noun
+    ("maintenance", "independence") takes no "a"."""
+    return frozenset(normalize(w) for chunk in chunks for w in _INDEFINITE.findall(chunk.text))
+
+
+def _without_idle_abstracts(mentions, candidates, counted=frozenset()):
+    """``mentions`` without the abstract nouns (``abstract`` in their features: "maintenance",
+    "independence") that no typed relation candidate of the chunk joins: such a noun names
+    no thing of its own, but "heavy rainfall causes flooding" needs the flooding, and one the
+    document counts (``counted``: "a function") names things. They were mentions while the
+    relations were found, so what lies between two mentions is the same."""
+    typed = {id(m) for c in candidates if c.rel not in UNTYPED for m in (c.src, c.dst)}
+    return [m for m in mentions if not m.features.get("abstract") or id(m) in typed or m.norm in counted]
 
 
 def _leave_out(extracted, generic):

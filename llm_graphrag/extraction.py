@@ -8,6 +8,7 @@ chunk is tokenized once however many extractors run.
 
 from __future__ import annotations
 
+import pathlib
 import re
 from bisect import bisect_right, insort
 from dataclasses import dataclass, field
@@ -262,10 +263,17 @@ def _inflections(base):
     return forms
 
 
+def _lexicon(name):
+    """A word list of ``lexicon/`` (made by ``scripts/build_lexicon.py``): WordNet's."""
+    return (pathlib.Path(__file__).resolve().parent / "lexicon" / f"{name}.txt").read_text().split()
+
+
+AMBIGUOUS_FORMS = frozenset(set().union(*(_inflections(v) for v in _AMBIGUOUS_BASES)))
+# The hand lists, then the words WordNet knows only as verbs ("interfere", "inscribe").
 VERB_FORMS = frozenset(
     set().union(*(_inflections(v) for v in _VERB_BASES)) | set(_IRREGULAR_VERB_FORMS)
+    | set().union(*(_inflections(v) for v in _lexicon("verbs"))) - AMBIGUOUS_FORMS
 )
-AMBIGUOUS_FORMS = frozenset(set().union(*(_inflections(v) for v in _AMBIGUOUS_BASES)))
 
 # ---------------------------------------------------------------------------------------
 # Normalization
@@ -1172,11 +1180,36 @@ def word_class(word):
         if word in _LY_ADJECTIVES or "-" in word:
             return "adj"  # "a daily job", "an asynchronous-friendly standard"
         return "adverb"
+    if word in _suffix_nouns() and word not in COMMON_ADJECTIVES:
+        return "noun"  # an adjective's ending, but a noun only: "archive", "topic", "forest"
     if word in COMMON_ADJECTIVES or word.endswith(_ADJ_SUFFIXES) or _superlative(word):
         return "adj"
     if word.endswith("ic") and len(word) > 4 and word not in _IC_NOUNS:
         return "adj"  # volcanic, pathogenic, genetic
+    if word in _adjectives() and not (word.endswith(("ed", "ing")) and len(word) > 4):
+        # No adjective suffix, and never a noun: "persistent", "concise", "dual" (participles
+        # are left to the sentence: "licensed packages", "a package licensed under").
+        return "adj"
     return "noun"
+
+
+@lru_cache(maxsize=1)
+def _abstract_nouns():
+    """The nouns whose two most frequent senses WordNet files under acts, attributes, states,
+    events, possessions, times, quantities, relations, feelings or motives: no things."""
+    return frozenset(_lexicon("abstract_nouns"))
+
+
+@lru_cache(maxsize=1)
+def _suffix_nouns():
+    """The words WordNet lists as nouns and never as adjectives that end as adjectives do."""
+    return frozenset(_lexicon("nouns"))
+
+
+@lru_cache(maxsize=1)
+def _adjectives():
+    """The words WordNet lists as adjectives and never as nouns."""
+    return frozenset(_lexicon("adjectives"))
 
 
 def concept_mentions(chunk, context):
@@ -1308,7 +1341,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "the cartilage that covers the bone"
         if prev_class in ("noun", "name", "mod", "other") and _verb_follows(low, k, tokens, prev_word):
             return "verb"  # "Python uses the ...", "heart pumps blood"
-        if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text):
+        if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
             return "verb"  # "The Danube flows through Vienna": a sentence needs its verb
         return "noun"
     if cls == "verb":
@@ -1324,7 +1357,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         nxt = tokens[k + 1][2]
         if (nxt.lower() in DETERMINERS or nxt[0].isupper()) and not text[tokens[k][1] : tokens[k + 1][0]].strip():
             return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
-    if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text):
+    if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
         return "verb"  # "The painting hangs in the Louvre."
     if (
         cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
@@ -1350,12 +1383,14 @@ _OPENING_DETERMINERS = frozenset("the a an this that its their his her".split())
 _NP_PREPOSITIONS = frozenset("of by in on from with at".split())
 
 
-def _only_verb_slot(low, k, tokens, text):
+def _only_verb_slot(low, k, tokens, text, proper=frozenset()):
     """Whether an -s form after the noun phrase that opens a full sentence is the verb no
     other word of the sentence can be: "The Rhine rises in the Alps." ("The river's rises
     and falls are ..." has its verb elsewhere)."""
-    if not low.endswith("s") or low.endswith(_KEEP_S) or k < 2 or tokens[0][2].lower() not in _OPENING_DETERMINERS:
+    if not low.endswith("s") or low.endswith(_KEEP_S):
         return False
+    if k < 2 or tokens[0][2].lower() not in _OPENING_DETERMINERS:
+        return k == 1 and _named_subject(tokens, text, proper)  # "Memcached runs as a daemon"
     if text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
         return False  # a heading, a list item or a fragment: no sentence that needs a verb
     if any(
@@ -1367,6 +1402,26 @@ def _only_verb_slot(low, k, tokens, text):
         w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing"))
         for _, _, w in tokens[k + 1 :]
     )
+
+
+def _named_subject(tokens, text, proper):
+    """Whether a sentence opens with a name (written with an inner capital or seen with its
+    capital inside a sentence) and then a word that can be a verb before a preposition,
+    no auxiliary after it but in a second verb phrase ("Memcached runs as a daemon and is
+    allotted ...", "Django ships with two backends"): the name is the subject, that word
+    the verb, no compound "Memcached runs"."""
+    word = tokens[0][2]
+    if not (_mixed_case(word) or word[0].isupper() and word in proper) or len(tokens) < 3:
+        return False
+    if tokens[2][2] not in _VERB_PREPOSITIONS or text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
+        return False
+    return not any(
+        w.lower() in _FINITE and tokens[i - 1][2].lower() not in ("and", "or", "but")
+        for i, (_, _, w) in enumerate(tokens[3:], 3)
+    )
+
+
+_VERB_PREPOSITIONS = frozenset("as on in at with into through from over across onto".split())
 
 
 def _verb_follows(low, k, tokens, prev_word):
@@ -1519,10 +1574,13 @@ def _emit(run, mentions, text):
     if len(words) > 1 and all((w in GENERIC_NOUNS or w in COMMON_ADJECTIVES) and w not in KEEP_ADJECTIVES for w in words):
         return
     score = 0.6 if len(words) == 1 else 0.7
+    features = {"np": len(words)}
+    if len(words) == 1 and (head in _abstract_nouns() or head_lemma in _abstract_nouns()):
+        features["abstract"] = True  # "maintenance", "independence": kept only in a typed relation
     # The norm comes from the words in lower case (but names), as it did before names
     # were kept as written: "Frogs" opening a sentence is the entity "frogs" names.
     norm = normalize(" ".join(words))
-    mentions.append(Mention(text[start:end], "concept", start, end, score, {"np": len(words)}, name=name, norm=norm, extractor="concepts"))
+    mentions.append(Mention(text[start:end], "concept", start, end, score, features, name=name, norm=norm, extractor="concepts"))
     if len(words) > 1 and head_lemma not in GENERIC_NOUNS and len(head) >= 3:
         hs, he = run[-1][0], run[-1][1]
         mentions.append(Mention(text[hs:he], "concept", hs, he, 0.5, {"np": 1, "head": True}, name=run[-1][4], norm=normalize(head), extractor="concepts"))
@@ -2346,8 +2404,8 @@ def _premodifiers(mentions, text):
     return [m for m in mentions if id(m) not in drop] if drop else mentions
 
 
-# "the" or a possessive before a title ("the farmer", "her brother"): shared with
-# ``relations._titled``, which makes the same titles is_a relations.
+# "the" or a possessive before a title ("the farmer", "her brother"); ``relations._titled``
+# makes the titles after "the" is_a relations.
 TITLE_DETERMINER = r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+"
 _DETERMINER_BEFORE = re.compile(TITLE_DETERMINER + "$")
 

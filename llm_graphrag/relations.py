@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, TITLE_DETERMINER, _person_noun, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, _person_noun, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -408,12 +408,16 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_kind_in_place(group, masked, sentence))
         if ", " in sentence:
             found.extend(_place_comma_place(group, masked, sentence))
+        if ", where " in sentence:
+            found.extend(_where_place(group, masked, sentence))
         if " of " in sentence:
             found.extend(_kind_of_name(group, masked, sentence))
         if " by " in sentence:
             found.extend(_work_by(group, masked, sentence))
         if " from " in sentence:
             found.extend(_noun_from_place(group, masked, sentence))
+            if " by " in sentence:
+                found.extend(_made_from_by(group, masked, sentence))
         if "capital" in sentence:
             found.extend(_capitals(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
@@ -565,6 +569,7 @@ def _finite(trigger):
     return bool(first) and first[0].isalpha() and not first.endswith(("ed", "ing")) and first not in _NOT_FINITE
 
 
+_AND_SECOND_VERB = re.compile(r"\s+(?:and|but)\s+(?:(?:also|then|later|now)\s+)?")
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?")
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
@@ -599,6 +604,8 @@ def _left_of(group, position, masked, ends=None, finite=False):
         if first.end <= position and first is not best:
             return first, 1  # "It provides X, and requires Y": the sentence subject
         return None, 0
+    if finite and _AND_SECOND_VERB.fullmatch(between) and best is not group[0] and group[0].type not in ("DATE", "version"):
+        return group[0], 1  # "X was written by A and is maintained by B": a second verb phrase, X's
     gap = _gap_words(between)
     if gap > MAX_GAP_WORDS or _CLAUSE_BREAK.search(between) or re.search(r"[()]", between):
         return None, 0
@@ -689,6 +696,9 @@ def _described(group, left, masked):
     return group[i - 1]
 
 
+_GAP_PREPOSITION = re.compile(r"\w\s+(?:for|in|on|at|with|from|by|to|into|about|over|under|through)\s")
+
+
 def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     """The first mention after ``position`` and those coordinated with it ("X, Y and Z"),
     up to the comma that closes an opening clause ("If X needs Y, a list ...")."""
@@ -702,6 +712,8 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     between = masked[position : first.start]
     if gap > MAX_GAP_WORDS or re.search(r"[;:.()]", between) or _CLAUSE_BREAK.search(between):
         return result
+    if _GAP_PREPOSITION.search(between):
+        return result  # "used in subsequent installs for the same X": the object was no mention
     if "," in between and not (
         _ADJECTIVE_SERIES.fullmatch(between) and all(word_class(w.lower()) == "adj" for w in between.replace(",", " ").split())
     ):
@@ -922,14 +934,16 @@ def _added_to(group, masked, sentence, s_start, s_end):
 
 
 _PAREN = re.compile(r"^\s*\(\s*$")
-_TITLE_OPENING = re.compile(TITLE_DETERMINER + r"(?:[\w-]+\s+)?$")  # "the (Dutch) artist"
+# "the (Dutch) artist"; not a possessive: "her husband Pierre Curie" names a relation to
+# her (a relational noun), no kind Pierre Curie is of.
+_TITLE_OPENING = re.compile(r"(?:^|\W)[Tt]he\s+(?:[\w-]+\s+)?$")
 
 
 def _titled(a, b, masked):
     """Whether concept ``a`` is the title of name ``b`` right after it: "the architect Ada
-    Lovelace", "her brother John Smith" (a noun after "the" or a possessive, before a name of
-    two or more capitalised words); ``extraction._title_before_name`` keeps such a title a
-    mention of its own."""
+    Lovelace" (a noun after "the", before a name of two or more capitalised words);
+    ``extraction._title_before_name`` keeps such a title a mention of its own, "her brother
+    John Smith" too, but a possessive's noun is a relation to the possessor, no kind."""
     return (
         a.type == "concept" and b.type in _NAMED and masked[a.end : b.start] == " " and not b.features.get("coref")
         and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
@@ -998,6 +1012,11 @@ def _capitals(group, masked, sentence):
     return found
 
 
+# A verb's object before "from": "received a royal charter from King Charles II" says where
+# the charter came from (the verb's source), not where a charter is.
+_VERB_OBJECT = re.compile(r"\b(?:[a-z]+ed|took|got|won|bought|brought|sent|gave|stole)\s+(?:an?|the|his|her|its|their)\s+(?:[\w-]+\s+)?$")
+
+
 def _noun_from_place(group, masked, sentence):
     """"Ada, a weaver from Leeds", "a farmer from Kent": the one a noun describes comes from
     (is located in) the name after "from"."""
@@ -1006,6 +1025,7 @@ def _noun_from_place(group, masked, sentence):
         if (
             a.type == "concept" and b.type in _NAMED and b.name[:1].isupper()
             and masked[a.end : b.start] == " from " and word_class(a.name.split()[-1].lower()) == "noun"
+            and not _VERB_OBJECT.search(masked, max(0, a.start - 30), a.start)
         ):
             described = _described(group, a, masked)
             if described.norm != b.norm:
@@ -1047,6 +1067,47 @@ def _place_beyond(group, right, masked):
 
 
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|from|to)\s+(?:the\s+)?$")
+_MADE_FROM = re.compile(r"\b(?:generated|built|compiled|produced|rendered|converted|created|made|assembled)\s+from\s+(?:the\s+|an?\s+)?$")
+_BY_MAKER = re.compile(r"\s+(?:[a-z]+\s+)?by\s+(?:the\s+)?")
+
+
+def _made_from_by(group, masked, sentence):
+    """"generated from reStructuredText sources by Sphinx": the maker uses what the thing
+    is made from (a kind word after the source, "sources", may stand between)."""
+    found = []
+    for i, a in enumerate(group):
+        if not _MADE_FROM.search(masked, max(0, a.start - 40), a.start):
+            continue
+        last, j = a, i + 1
+        while j < len(group) and not masked[last.end : group[j].start].strip():
+            last, j = group[j], j + 1  # "`reStructuredText`_ sources": the kind word after it
+        if j < len(group) and _BY_MAKER.fullmatch(masked, last.end, group[j].start) and group[j].norm != a.norm:
+            found.append(RelationCandidate(group[j], a, "uses", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+_WHERE = re.compile(r",\s+where\s")
+_AT_IN = re.compile(r"\b(?:at|in)\s+(?:the\s+)?$")
+
+
+def _where_place(group, masked, sentence):
+    """"moved to Paris, where she studied at the University of Paris": a name after "at" or
+    "in" in a where-clause that follows a place (a name after a preposition of place) is in
+    that place."""
+    found = []
+    for i, a in enumerate(group):
+        if not (a.type in _NAMED and a.name[:1].isupper() and _WHERE.match(masked, a.end)):
+            continue
+        if not _PLACE_PREPOSITION.search(masked, max(0, a.start - 10), a.start):
+            continue
+        clause_end = min((masked.find(c, a.end + 2) for c in ",;." if masked.find(c, a.end + 2) >= 0), default=len(masked))
+        for b in group[i + 1 :]:
+            if b.start >= clause_end:
+                break
+            if b.type in _NAMED and b.name[:1].isupper() and b.norm != a.norm and _AT_IN.search(masked, max(0, b.start - 8), b.start):
+                found.append(RelationCandidate(b, a, "located_in", 0.6, 1.0, sentence, "patterns"))
+                break
+    return found
 _CLAUSE_AFTER = re.compile(r"\s*(?:[.;:)]|,(?!\s*(?:and|or)\b)|$)")
 
 

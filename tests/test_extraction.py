@@ -1478,3 +1478,56 @@ def test_a_name_may_hold_of_the():
 def test_a_verb_after_a_pronoun_and_a_frequency_adverb_is_no_noun():
     found = names(mentions_of("Herons are birds. They mostly hunt eels in marshes.", extractors=(extraction.concept_mentions,)))
     assert ("eels", "concept") in found and not [n for n, _ in found if "hunt" in n]
+
+
+def test_an_s_word_after_an_opening_name_before_a_preposition_is_its_verb():
+    text = "Install Tidecache first. Tidecache runs as a daemon and is given some memory."
+    found = names(mentions_of(text, extractors=(extraction.concept_mentions,)))
+    assert ("Tidecache runs", "concept") not in found and ("daemon", "concept") in found
+    # A plural noun after a name, the verb later, stays the name's compound.
+    found = names(mentions_of("Install Tidecache first. Tidecache users in Oslo are happy.", extractors=(extraction.concept_mentions,)))
+    assert ("Tidecache users", "concept") in found
+
+
+def test_a_word_wordnet_lists_only_as_an_adjective_is_no_noun():
+    assert extraction.word_class("persistent") == "adj" and extraction.word_class("concise") == "adj"
+    assert extraction.word_class("commercial") == "noun"  # a noun too: "a television commercial"
+    assert extraction.word_class("licensed") != "adj"  # a participle: the sentence tells
+    found = names(mentions_of("A shelf is a persistent, dictionary-like object.", extractors=(extraction.concept_mentions,)))
+    assert ("persistent", "concept") not in found and ("shelf", "concept") in found
+
+
+def test_a_word_wordnet_lists_only_as_a_verb_is_a_verb():
+    assert extraction.word_class("interfere") == "verb" and extraction.word_class("interferes") == "verb"
+    assert extraction.word_class("gauge") == "noun"  # a noun too
+    found = names(mentions_of("The gauge works by interfering with the tide.", extractors=(extraction.concept_mentions,)))
+    assert not any(name.startswith("interfer") for name, _ in found)
+
+
+def test_a_noun_with_an_adjective_ending_wordnet_never_calls_an_adjective_is_a_noun():
+    assert extraction.word_class("archive") == "noun" and extraction.word_class("forest") == "noun"
+    assert extraction.word_class("famous") == "adj" and extraction.word_class("relative") == "adj"
+    found = names(mentions_of("The tide archive stores the readings.", extractors=(extraction.concept_mentions,)))
+    assert ("tide archive", "concept") in found
+
+
+def test_an_abstract_noun_is_an_entity_only_in_a_typed_relation(tmp_path):
+    db = _db_with(tmp_path, [
+        ("Basin", "The maintenance of the tide gauge is simple. Earthquakes are caused by faults."),
+    ])
+    extract_and_link(db)
+    names = {name for (name,) in db.execute("select name from entities")}
+    assert "maintenance" not in names  # an act, in no typed relation
+    assert "earthquakes" in names  # an event, but what faults cause
+    facts = {(s, rel, d) for s, rel, d, _, _ in _relations(db)}
+    assert ("faults", "causes", "earthquakes") in facts
+
+
+def test_an_abstract_noun_the_document_counts_names_a_thing(tmp_path):
+    db = _db_with(tmp_path, [
+        ("Basin", "Each task reads the gauge. A task is queued when the tide turns. Maintenance is simple."),
+    ])
+    extract_and_link(db)
+    names = {name for (name,) in db.execute("select name from entities")}
+    assert "task" in names  # "a task": a count noun, whatever its dictionary senses
+    assert "Maintenance" not in names and "maintenance" not in names  # a mass noun, no "a"

@@ -147,19 +147,19 @@ def test_weak_cooccurrence_is_held_and_comes_back_with_more_evidence(tmp_path):
 
 
 def test_a_word_generic_for_a_stop_word_form_stays_generic(tmp_path):
-    """"Excluding" is a stop word and its norm "exclud" is not: the norm, all that the
+    """"Notwithstanding" is a stop word and its norm "notwithstand" is not: the norm, all that the
     generic words keep, says it is generic whatever the corpus, so an update does not take
     it out (and extract its documents again) only for refinement to put it back."""
     from llm_graphrag.refine import GENERIC_SETTING, no_longer_generic
     from llm_graphrag.schema import get_setting
 
-    texts = ["Excluding the gauge, the survey fills the archive tape."] + [
+    texts = ["Notwithstanding the gauge, the survey fills the archive tape."] + [
         f"The station{i} survey reaches the gauge." for i in range(6)
     ]
     db = _db(tmp_path, texts)
     extract_and_link(db)
     words = get_setting(db, GENERIC_SETTING)
-    assert "exclud" in words
+    assert "notwithstand" in words
     with db.atomic():
         assert no_longer_generic(db) == []
     assert get_setting(db, GENERIC_SETTING) == words
@@ -172,7 +172,7 @@ def test_a_word_generic_for_a_stop_word_form_stays_generic(tmp_path):
         patch.setattr(extract, "_run", lambda db, pending, *a, **k: rounds.append(len(pending)) or real_run(db, pending, *a, **k))
         with db.atomic():
             db["docs"].insert({"id": 99, "path": "/docs/99.md", "title": None, "hash": "h99"})
-            db["chunks"].insert({"doc_id": 99, "seq": 0, "content": "Excluding nothing, the archive tape holds it."})
+            db["chunks"].insert({"doc_id": 99, "seq": 0, "content": "Notwithstanding that, the archive tape holds it."})
         extract_and_link(db)
     assert rounds == [1]
     assert get_setting(db, GENERIC_SETTING) == words
