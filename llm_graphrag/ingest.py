@@ -274,15 +274,16 @@ def ingest_docs(
         doc_ids = sorted(result.doc_ids + skipped_ids)
         if result.doc_ids or any(unfinished_work(db, skipped_ids).values()):
             result.extraction = extract_and_link(db, doc_ids=doc_ids, workers=workers)
-    result.dense = _keep_dense(db)
+    result.dense = _keep_dense(db, workers)
     _record_run(db, started, paths, result)
     return result
 
 
-def _keep_dense(db):
+def _keep_dense(db, workers=None):
     """Dense vectors for the new chunks of a database that has them (``llm graphrag
-    dense``); None when it has none. Without the transformer here, the chunks wait (and
-    searches use the static vectors until a run that has it embeds them)."""
+    dense``), encoded in ``workers`` processes; None when it has none. Without the
+    transformer here, the chunks wait (and searches use the static vectors until a run
+    that has it embeds them)."""
     from .dense import dense_model, embed_chunks, missing_chunks
     from .minilm import available
 
@@ -290,7 +291,7 @@ def _keep_dense(db):
         return None
     if not available():
         return {"embedded": 0, "missing": len(missing_chunks(db)), "error": "transformer not installed"}
-    return embed_chunks(db)
+    return embed_chunks(db, workers=workers)
 
 
 LOAD_AHEAD = 64  # files the loading process may run ahead: more than one embedding batch
