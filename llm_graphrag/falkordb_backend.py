@@ -659,6 +659,7 @@ class FalkorTools:
                 **{name: self.read(cypher)[0][0] for name, cypher in vectors.items()},
             },
             "embedding_model": meta.get("embedding_model"),
+            "dense": None,  # the graph server searches the static chunk vectors alone
             "dimensions": meta.get("dimensions"),
             "schema_version": meta.get("schema_version", 0),
             "last_ingest": meta.get("last_ingest"),
