@@ -29,6 +29,11 @@ def candidates(text, extractor, title="", section="", headings=(), settings=None
     ]
 
 
+
+def pattern_triples(text):
+    """``{(source, relation, target)}`` the sentence patterns find in ``text``."""
+    return {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+
 @pytest.mark.parametrize(
     "text,expected",
     [
@@ -66,27 +71,27 @@ def test_coordinated_verb_phrase_takes_the_sentence_subject():
 
 def test_a_second_verb_phrase_after_a_bare_and_takes_the_sentence_subject():
     text = "The Basin package was written by Ada Lovelace and is maintained by the Tide Group."
-    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    found = pattern_triples(text)
     assert ("Basin package", "owned_by", "Tide Group") in found
     assert ("Ada Lovelace", "owned_by", "Tide Group") not in found
 
 
 def test_a_name_after_at_or_in_in_a_where_clause_is_in_the_place_before_it():
     text = "Ada Lovelace moved to Bergen, where she taught at the Tide School."
-    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    found = pattern_triples(text)
     assert ("Tide School", "located_in", "Bergen") in found
     # No place before: "the survey, where ..." names no place.
     text = "Ada Lovelace read the survey, where she found the Tide School."
-    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    found = pattern_triples(text)
     assert not any(rel == "located_in" for _, rel, _ in found)
 
 
 def test_what_a_thing_is_made_from_by_a_maker_the_maker_uses():
     text = "These pages are generated from `Markdown` sources by `Tidegen`."
-    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    found = pattern_triples(text)
     assert ("Tidegen", "uses", "Markdown") in found
     text = "The wheel is built from the sdist by pip."
-    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+    found = pattern_triples(text)
     assert ("pip", "uses", "sdist") in found
 
 
