@@ -29,10 +29,10 @@ def candidates(text, extractor, title="", section="", headings=(), settings=None
     ]
 
 
-
 def pattern_triples(text):
     """``{(source, relation, target)}`` the sentence patterns find in ``text``."""
     return {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+
 
 @pytest.mark.parametrize(
     "text,expected",
