@@ -1,6 +1,7 @@
 """Opening graphrag databases: one SQLite module, pragmas and extensions everywhere."""
 
 import contextlib
+import json
 import pathlib
 
 try:  # The same module Datasette, sqlite-utils and llm pick when it is installed
@@ -21,6 +22,16 @@ BUSY_TIMEOUT_MS = 5000
 # each statement of an extraction's per-document round evicted the one before it, and
 # was prepared again for every document (10,948 times in one run on python3.11-doc).
 CACHED_STATEMENTS = 512
+
+
+def read_setting(conn, key, default=None):
+    """A ``graphrag_settings`` value read on ``conn`` itself (no new wrappers per query);
+    ``default`` when it is not set or the file is no graphrag database yet."""
+    try:
+        row = conn.execute("select value from graphrag_settings where key = ?", [key]).fetchone()
+    except sqlite3.OperationalError:  # no settings table
+        return default
+    return json.loads(row[0]) if row else default
 
 
 class ChangedMeanwhile(Exception):

@@ -10,11 +10,11 @@ stay: entities, facts and the graph's candidate fit still use them.
 
 import collections
 import json
-import sqlite3
 import threading
 
 import numpy as np
 
+from .db import read_setting
 from .minilm import one_blas_thread
 
 COLLECTION = "chunks_dense"
@@ -35,18 +35,13 @@ class _Chunk:
 
 def dense_model(conn):
     """The model id of ``conn``'s dense chunk vectors, or None when it has none."""
-    try:
-        row = conn.execute("select value from graphrag_settings where key = ?", [SETTING]).fetchone()
-    except sqlite3.OperationalError:  # not a graphrag database
-        return None
-    return json.loads(row[0]) if row else None
+    return read_setting(conn, SETTING)
 
 
-def _collection_id(db):
+def _ensure_collection(db):
     from .minilm import MODEL_ID
 
     db.execute("insert or ignore into collections (name, model) values (?, ?)", [COLLECTION, MODEL_ID])
-    return db.execute("select id from collections where name = ?", [COLLECTION]).fetchone()[0]
 
 
 def _ensure_cleanup(db):
@@ -88,7 +83,7 @@ def embed_chunks(db, progress=None, batch=BATCH, workers=None):
 
     load_transformer()  # fails with the install hint before anything is written; workers inherit it
     with db.conn:
-        _collection_id(db)
+        _ensure_collection(db)
         _ensure_cleanup(db)
         set_setting(db, SETTING, MODEL_ID)
     ids = missing_chunks(db)
@@ -98,7 +93,7 @@ def embed_chunks(db, progress=None, batch=BATCH, workers=None):
         for part in batches:
             yield db.execute(
                 "select id, content, prelude from chunks where id in (select value from json_each(?))",
-                [_json(part)],
+                [json.dumps(part)],
             ).fetchall()
 
     embedded = 0
@@ -116,13 +111,13 @@ def embed_chunks(db, progress=None, batch=BATCH, workers=None):
 def _encode_rows(rows):
     """``(chunk ids, dense vectors)`` of ``(id, content, prelude)`` rows: the text plus
     ``PRELUDE_WEIGHT`` times the prelude, as the static chunk vectors are made."""
-    from .embeddings import Embedder, chunk_vectors
-    from .minilm import MiniLMEmbeddingModel
+    from .embeddings import chunk_vectors
+    from .minilm import load_transformer
 
     if not rows:
         return [], []
     chunks = [_Chunk(content, prelude) for _, content, prelude in rows]
-    return [row[0] for row in rows], chunk_vectors(Embedder(MiniLMEmbeddingModel()), chunks)
+    return [row[0] for row in rows], chunk_vectors(load_transformer(), chunks)
 
 
 def forget_dense(db, chunk_ids):
@@ -130,7 +125,7 @@ def forget_dense(db, chunk_ids):
     db.conn.execute(
         "delete from embeddings where collection_id = (select id from collections where name = ?) "
         "and id in (select cast(value as text) from json_each(?))",
-        [COLLECTION, _json(list(chunk_ids))],
+        [COLLECTION, json.dumps(list(chunk_ids))],
     )
 
 
@@ -146,10 +141,6 @@ def drop_dense(db):
         db.execute("delete from graphrag_settings where key = ?", [SETTING])
         db.execute(f"drop trigger if exists {CLEANUP_TRIGGER}")
     return {"dropped": max(dropped, 0)}
-
-
-def _json(values):
-    return json.dumps(values)
 
 
 class DenseIndex:
@@ -201,13 +192,13 @@ class DenseIndexCache:
 
     def get(self, conn):
         file = conn.execute("select file from pragma_database_list where name = 'main'").fetchone()[0]
+        if not file:  # in memory: nothing to share with another connection
+            return DenseIndex.from_db(conn)
         stamp = conn.execute(
             "select count(*), max(rowid), (select max(id) from chunks) from embeddings "
             "where collection_id = (select id from collections where name = ?)",
             [COLLECTION],
         ).fetchone()
-        if not file:  # in memory: nothing to share with another connection
-            return DenseIndex.from_db(conn)
         with self._lock:
             entry = self._entries.get(file)
             if entry is not None and entry[0] == stamp:

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .db import sqlite3
+from .db import read_setting, sqlite3
 
 MODES = ("bm25", "vector", "hybrid", "graph")
 BRIDGES = ("entities", "terms", "relations")
@@ -235,7 +235,7 @@ def hybrid_query(db, q, options=None):
     options = options or RetrievalOptions()
     conn = getattr(db, "conn", db)
     weights = dict(DEFAULT_WEIGHTS)
-    weights.update(options.weights or _setting(conn, "retrieval", {}).get("weights") or {})
+    weights.update(options.weights or read_setting(conn, "retrieval", {}).get("weights") or {})
     state = _Query(conn, q, options)
     if options.mode in ("bm25", "hybrid", "graph"):
         state.keyword_search()
@@ -247,15 +247,6 @@ def hybrid_query(db, q, options=None):
     return state.result(weights)
 
 
-def _setting(conn, key, default=None):
-    """A ``graphrag_settings`` value read on ``conn`` itself (no new wrappers per query)."""
-    try:
-        row = conn.execute("select value from graphrag_settings where key = ?", [key]).fetchone()
-    except sqlite3.OperationalError:  # no settings table: not a graphrag database yet
-        return default
-    return json.loads(row[0]) if row else default
-
-
 _EMBEDDERS = {}
 
 
@@ -263,7 +254,7 @@ def connection_embedder(conn):
     """The database's embedder, loaded once per model."""
     from .embeddings import get_embedder
 
-    model_id = _setting(conn, "embedding_model")
+    model_id = read_setting(conn, "embedding_model")
     if model_id not in _EMBEDDERS:
         _EMBEDDERS[model_id] = get_embedder(model_id)
     return _EMBEDDERS[model_id]

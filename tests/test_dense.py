@@ -158,6 +158,14 @@ def test_a_moved_page_gets_its_dense_vectors_again(database, corpus):
     assert not np.allclose(after.matrix[row], before.matrix[list(before.ids).index(chunk_id)])  # its prelude names the new folder
 
 
+def test_a_file_without_graphrag_tables_has_no_dense_vectors(tmp_path):
+    from llm_graphrag.db import sqlite3
+
+    conn = sqlite3.connect(str(tmp_path / "plain.db"))
+    assert dense.dense_model(conn) is None
+    assert dense.dense_search(conn, "tea", 3) is None
+
+
 def test_drop_goes_back_to_the_static_vectors(database):
     run(["graphrag", "dense", "-d", str(database)])
     result = run(["graphrag", "dense", "-d", str(database), "--drop", "--json"])
