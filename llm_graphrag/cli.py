@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .db import ChangedMeanwhile, ExtensionsUnavailable, open_database
+from .db import ChangedMeanwhile, ExtensionsUnavailable, NotADatabase, open_database
 from .embeddings import ModelUnavailable
 
 
@@ -58,7 +58,7 @@ def friendly_errors(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except (ChangedMeanwhile, ExtensionsUnavailable, ModelUnavailable, FileNotFoundError) as ex:
+        except (ChangedMeanwhile, ExtensionsUnavailable, ModelUnavailable, NotADatabase, FileNotFoundError) as ex:
             raise click.ClickException(str(ex))
         except Exception as ex:
             from .backends import BackendError

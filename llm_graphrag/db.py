@@ -38,6 +38,10 @@ class ChangedMeanwhile(Exception):
     """Raised when another process deleted rows that what is being written refers to."""
 
 
+class NotADatabase(Exception):
+    """Raised when the file given as a database is not an SQLite database."""
+
+
 class ExtensionsUnavailable(Exception):
     """Raised when SQLite extensions cannot be loaded into a connection."""
 
@@ -157,6 +161,14 @@ def open_database(path, create=True):
         raise FileNotFoundError(
             f"Database {path} does not exist: create it with 'llm graphrag init -d {path}'"
         )
-    db = sqlite_utils.Database(connect(path))
-    ensure_schema(db)
+    try:
+        db = sqlite_utils.Database(connect(path))
+        ensure_schema(db)
+    except sqlite3.DatabaseError as ex:
+        if type(ex) is not sqlite3.DatabaseError:  # locked, constraint: not about the file
+            raise
+        raise NotADatabase(
+            f"{path} is not an SQLite database ({ex}): give -d a graphrag database file, "
+            "or a new path to create one"
+        ) from ex
     return db

@@ -79,6 +79,16 @@ def test_status_on_missing_database_is_a_clear_error(tmp_path):
     assert "does not exist: create it with 'llm graphrag init" in result.output
 
 
+@pytest.mark.parametrize("command", [["status"], ["dense"], ["query", "tea"]])
+def test_a_file_that_is_no_database_is_a_clear_error_and_stays_as_it_was(tmp_path, command):
+    path = tmp_path / "notes.db"
+    path.write_text("hello\n")
+    result = run(["graphrag", *command, "-d", str(path)])
+    assert result.exit_code == 1
+    assert f"Error: {path} is not an SQLite database (file is not a database)" in result.output
+    assert path.read_text() == "hello\n"
+
+
 def test_stdlib_sqlite_without_extension_support_gets_one_sentence():
     conn = stdlib_sqlite3.connect(":memory:")
     if hasattr(conn, "enable_load_extension"):
