@@ -142,6 +142,23 @@ def test_ingest_keeps_the_dense_vectors(database, corpus):
     assert _first_page(db.conn, "How is a loaf made?") == "bread.md"
 
 
+def test_a_forced_ingest_leaves_the_dense_vectors_a_clean_one_makes(database, corpus, tmp_path):
+    run(["graphrag", "dense", "-d", str(database)])
+    forced = json.loads(run(["graphrag", "ingest", str(corpus), "-d", str(database), "--force", "--json"]).output)
+    assert forced["dense"]["embedded"] == len(TOPICS)  # every chunk written again, and embedded again
+    clean = tmp_path / "clean.db"
+    run(["graphrag", "ingest", str(corpus), "-d", str(clean)])
+    run(["graphrag", "dense", "-d", str(clean)])
+    vectors = []
+    for path in (database, clean):
+        db = open_database(path, create=False)
+        index = dense.DenseIndex.from_db(db.conn)
+        texts = dict(db.execute("select id, content from chunks"))
+        vectors.append({texts[int(i)]: row.tolist() for i, row in zip(index.ids, index.matrix)})
+    assert vectors[0] == vectors[1]
+    assert len(vectors[0]) == len(TOPICS)
+
+
 def test_a_moved_page_gets_its_dense_vectors_again(database, corpus):
     run(["graphrag", "dense", "-d", str(database)])
     db = open_database(database, create=False)
