@@ -913,3 +913,80 @@ def test_the_first_pages_chunks_below_k_take_the_places_of_repeated_documents(pa
     # the first page's chunks among the first k come first, the rest keep their order
     assert grouped([1, 3, 2, 15, 4], 4) == [1, 2, 3, 15]
     assert grouped([], 3) == []
+
+
+# A story in numbered files, one sentence each, as ``llm graphrag eval`` writes an ordered
+# corpus; the last file is one document of three chunks.
+STORY = [
+    "Marta Lindqvist founded the Harbour Choir in Tromsø.",
+    "She later moved to Bergen to teach composition.",
+    "The Harbour Choir sings in the old cathedral.",
+    "Ferries leave the harbour every hour.",
+]
+PAGE = [
+    "The tide tables list the ferry times for each pier.",
+    "They are printed every spring by the port office.",
+    "Pier four was rebuilt in 2019.",
+]
+
+
+@pytest.fixture
+def story(tmp_path, user_path):
+    db = open_database(tmp_path / "story.db")
+    texts = STORY + PAGE
+    with db.atomic():
+        for i, text in enumerate(STORY, start=1):
+            db["docs"].insert({"id": i, "path": f"/corpus/{i - 1:05d}.txt", "title": f"{i - 1:05d}"})
+            db["chunks"].insert({"id": i, "doc_id": i, "seq": 0, "content": text})
+        db["docs"].insert({"id": 5, "path": "/site/tides.md", "title": "Tides"})
+        for seq, text in enumerate(PAGE):
+            db["chunks"].insert({"id": 5 + seq, "doc_id": 5, "seq": seq, "content": text})
+        write_embeddings(db, "chunks", range(1, 8), embedder_for(db).encode(texts), texts)
+    return db
+
+
+def test_a_neighbour_whose_first_sentence_refers_back_is_read_with_its_seed(story):
+    options = RetrievalOptions(mode="graph", k=4, **PLAIN)
+    result = hybrid_query(story, "Who founded the Harbour Choir in Tromsø?", options)
+    found = {chunk["id"]: chunk for chunk in result["chunks"]}
+    assert ids(result)[0] == 1
+    # "She later moved ..." (the next file) refers back to the seed; the file after it
+    # ("The Harbour Choir sings ...") names the choir but refers back to nothing
+    assert found[2]["via"] == {"kind": "adjacent", "seed": 1, "rel": "NEXT_CHUNK", "hops": 1}
+    assert found[2]["signals"]["graph"]["seed_rank"] == 1
+    assert result["explanations"][ids(result).index(2)].endswith(
+        "next to chunk 1, read with it (a pronoun refers back)"
+    )
+    assert {"src": 1, "dst": 2, "rel": "NEXT_CHUNK", "kind": "adjacent"} in result["edges"]
+    assert found.get(3, {}).get("via", {}).get("kind") != "adjacent"
+
+
+def test_a_seed_that_refers_back_brings_the_chunk_before_it_in_its_document(story):
+    options = RetrievalOptions(mode="graph", k=4, **PLAIN)
+    result = hybrid_query(story, "When are they printed by the port office?", options)
+    assert ids(result)[0] == 6
+    found = {chunk["id"]: chunk for chunk in result["chunks"]}
+    assert found[5]["via"]["kind"] == "adjacent"  # the tide tables "they" refers to
+    # the chunk after the seed refers back to nothing
+    assert found.get(7, {}).get("via", {}).get("kind") != "adjacent"
+
+
+def test_the_adjacent_bridge_can_be_switched_off_and_rels_filters_it(story):
+    question = "Who founded the Harbour Choir in Tromsø?"
+    for options in (
+        RetrievalOptions(mode="graph", k=4, **dict(PLAIN, bridge_via=("entities", "terms", "relations"))),
+        RetrievalOptions(mode="graph", k=4, rels=["is_a"], **PLAIN),
+    ):
+        result = hybrid_query(story, question, options)
+        assert all(chunk.get("via", {}).get("kind") != "adjacent" for chunk in result["chunks"])
+        assert all(edge["rel"] != "NEXT_CHUNK" for edge in result["edges"])
+
+
+def test_series_neighbours_and_back_references():
+    from llm_graphrag.retrieval import _refers_back, _series_neighbours
+
+    assert _series_neighbours("/c/00041.txt") == ("/c/00040.txt", "/c/00042.txt")
+    assert _series_neighbours("/c/00000.txt") == (None, "/c/00001.txt")
+    assert _series_neighbours("/c/notes.txt") == (None, None)
+    assert _refers_back("He resigned in 1998. Then the board met.")
+    assert not _refers_back("The board met. He resigned.")
