@@ -1844,8 +1844,9 @@ def resolve_overlaps(mentions):
             k = kept[index]
             if k.end <= m.start:
                 continue
-            # A concept inside a name or identifier is part of that name.
-            if not (k.start <= m.start and m.end <= k.end) or (m.type == "concept" and k.type != "concept"):
+            # A concept inside a name or identifier is part of that name (not one inside a
+            # step: a step is a whole instruction, its words name things of their own).
+            if not (k.start <= m.start and m.end <= k.end) or (m.type == "concept" and k.type not in ("concept", "step")):
                 crossing = True
                 break
         if crossing:

@@ -282,6 +282,13 @@ def test_steps():
     ]
 
 
+def test_a_step_keeps_the_phrases_inside_it():
+    text = "1. Issue a certificate.\n2. Watch `stations` in the Platform dashboard for an hour.\n"
+    found = names(mentions_of(text))
+    assert ("Platform dashboard", "concept") in found and ("stations", "code") in found
+    assert ("Platform", "name") not in found  # a name used as a modifier inside the phrase
+
+
 def test_sentences_split_on_indentation_and_not_on_initials():
     text = "   global interpreter lock\n      The mechanism used by CPython.\nFred L. Drake wrote it."
     analysis = Analysis(text)
