@@ -248,7 +248,15 @@ MAX_GAP_WORDS = 5
 
 
 def outer_mentions(mentions):
-    """Mentions not nested in another one, in text order (heads and inner names dropped)."""
+    """Mentions not nested in another one, in text order (heads and inner names dropped).
+    A step holding other mentions is left out instead: it is a whole instruction, and what
+    it names is said in it ("2. Watch `x` in the dashboard")."""
+    steps = [m for m in mentions if m.type == "step" and m.start is not None]
+    if steps:
+        holders = {id(s) for s in steps if any(
+            m is not s and m.start is not None and s.start <= m.start and m.end <= s.end and m.type != "step" for m in mentions
+        )}
+        mentions = [m for m in mentions if id(m) not in holders]
     result = []
     for m in sorted(mentions, key=lambda m: (m.start, -m.length)):
         if m.start is None:
@@ -404,6 +412,7 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_titled_names(group, masked, sentence))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
+            found.extend(_code_in_container(group, masked, sentence))
         if " in " in sentence or " on " in sentence or " near " in sentence or " of " in sentence:
             found.extend(_kind_in_place(group, masked, sentence))
         if ", " in sentence:
@@ -1042,6 +1051,34 @@ def _place_in_place(group, masked, sentence):
         if a.type in _NAMED and b.type in _NAMED and masked[a.end : b.start] == " in "
         and a.name[:1].isupper() and b.name[:1].isupper() and a.norm != b.norm
     ]
+
+
+# "the `dumps()` function in the `json` module", "`gateway_connected_stations` in the Platform
+# dashboard": code, its kind word, "in", and what holds it.
+_CODE_IN = re.compile(r"\s*(?:(?:function|class|method|attribute|option|setting|variable|field|key|constant|parameter|command|flag|exception|decorator|type)s?\s+)?in\s+(?:the\s+|your\s+|its\s+)?")
+_CODE_KIND_BEFORE_IN = re.compile(r"\s*(?:function|class|method|attribute|option|setting|variable|field|key|constant|parameter|command|flag|exception|decorator|type)s?\s+in\b")
+_CONTAINER = re.compile(r"(?:module|package|library|file|section|class|directory|folder|dashboard|panel|menu|page|tab|dialog|sidebar|toolbar|table|namespace)s?$")
+_FILE_NAME = re.compile(r"\w\.[a-z]{1,5}$|/$")  # "settings.py", "docs/": a file or directory holds what is in it
+_CONTAINER_AFTER = re.compile(r"\s+(?:module|package|library|file|section|class|directory|folder|dashboard|panel|menu|page|tab|dialog|sidebar|toolbar|table|namespace)\b")
+
+
+def _code_in_container(group, masked, sentence):
+    """Code "in" the module, file, section or screen that holds it is part of it: "the
+    `dumps()` function in the `json` module", "`Path` class in `pathlib`", "watch `X` in the
+    Platform dashboard" (what holds it named by a container's kind, or the code's kind named)."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if a.type != "code" or b.type in ("version", "DATE", "step") or a.norm == b.norm:
+            continue
+        if b.type == "concept" and not (" " in b.name and _CONTAINER.search(b.name.lower())):
+            continue  # "in the Platform dashboard", not "in the background"
+        if not _CODE_IN.fullmatch(masked, a.end, b.start):
+            continue
+        if _CONTAINER.search(b.name.lower()) or _CONTAINER_AFTER.match(masked, b.end) or _FILE_NAME.search(b.name) or (
+            b.type == "code" and _CODE_KIND_BEFORE_IN.match(masked, a.end)
+        ):
+            found.append(RelationCandidate(a, b, "part_of", 0.6, 1.0, sentence, "patterns"))
+    return found
 
 
 # "a city in southern Norway", "a town on the coast of Peru": a locative preposition after

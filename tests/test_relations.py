@@ -86,6 +86,20 @@ def test_a_name_after_at_or_in_in_a_where_clause_is_in_the_place_before_it():
     assert not any(rel == "located_in" for _, rel, _ in found)
 
 
+def test_code_in_what_holds_it_is_part_of_it():
+    def found(text):
+        return {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
+
+    assert ("tide_dump", "part_of", "basin") in found("Use the `tide_dump()` function in the `basin` module.")
+    assert ("Reef", "part_of", "heron") in found("The `Reef` class in `heron` reads logs.")
+    assert ("HERON_DEBUG", "part_of", "basin.toml") in found("Set `HERON_DEBUG` in `basin.toml`.")
+    # In a step too: what a step holds is said in it.
+    text = "1. Issue a certificate.\n2. Watch `tide_level` in the Basin dashboard for an hour.\n"
+    assert ("tide_level", "part_of", "Basin dashboard") in found(text)
+    # No container: "in the background" holds nothing; "`x` in Heron" says no kind.
+    assert not found("Run `tidegen` in the background.") and not found("Call `tidegen` in Heron.")
+
+
 def test_what_a_thing_is_made_from_by_a_maker_the_maker_uses():
     text = "These pages are generated from `Markdown` sources by `Tidegen`."
     found = pattern_triples(text)
