@@ -1172,3 +1172,10 @@ def test_a_copula_with_now_or_still_says_what_a_thing_is():
     found = candidates("The Lind House is now a museum, and the Orsk Mill is still a mill.", relations.pattern_relations)
     assert ("Lind House", "is_a", "museum", 0.6, 1.0) in found
     assert ("Orsk Mill", "is_a", "mill", 0.6, 1.0) in found
+
+
+def test_written_is_a_participle_said_of_what_the_copula_names():
+    found = pattern_triples("Tidegen is a small tool written in Rust.")
+    assert ("Tidegen", "uses", "Rust") in found and ("small tool", "uses", "Rust") not in found
+    found = pattern_triples("Estuary is an opera written by Ada Lovelace.")
+    assert ("Estuary", "owned_by", "Ada Lovelace") in found and ("opera", "owned_by", "Ada Lovelace") not in found
