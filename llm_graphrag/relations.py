@@ -584,6 +584,9 @@ _PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
 _RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
+# A copula after the comma that closes an insertion, before a participle: "X, located in
+# Paris, was designed by".
+_COPULA_AFTER_INSERTION = re.compile(r"^\)?\s*,\s*(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?$")
 
 
 def _left_of(group, position, masked, ends=None, finite=False):
@@ -601,10 +604,12 @@ def _left_of(group, position, masked, ends=None, finite=False):
         described = _described(group, best, masked)
         if described is not best:
             return described, 1  # "X is an insect that lives in colonies": X does
-    if _APPOSITION_END.match(between) and index:
-        head = _apposition_head(group, index, masked)
+    if (_APPOSITION_END.match(between) or not finite and _COPULA_AFTER_INSERTION.match(between)) and index:
+        head = _apposition_head(group, index, masked) or _apposition_subject(group, index, masked, group[0].start)
         if head is not None:
-            return head, 1  # "Django, being a web framework, needs": Django needs
+            # "Django, being a web framework, needs": Django needs; "Tokyo, the capital of
+            # Japan, is", "the tower, located in Paris, was designed by": Tokyo, the tower
+            return head, 1
     between = between[1:] if between.startswith(")") else between  # "X (Y) is": Y
     if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between) or best.type in ("DATE", "version") and re.fullmatch(
         r"\s+(?:and|but)\s+(?:\w+\s+)?", between
@@ -639,7 +644,7 @@ def _left_of(group, position, masked, ends=None, finite=False):
 
 # What opens an insertion the verb after it skips: "being ...", a participle ("specified by")
 # or another name ("Zstandard, or zstd as short version, is").
-_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|or\s)")
+_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|(?:written|built|made|known|found|born|held|kept|seen)\s|or\s)")
 
 
 def _apposition_head(group, index, masked):

@@ -1179,3 +1179,12 @@ def test_written_is_a_participle_said_of_what_the_copula_names():
     assert ("Tidegen", "uses", "Rust") in found and ("small tool", "uses", "Rust") not in found
     found = pattern_triples("Estuary is an opera written by Ada Lovelace.")
     assert ("Estuary", "owned_by", "Ada Lovelace") in found and ("opera", "owned_by", "Ada Lovelace") not in found
+
+
+def test_a_verb_after_a_comma_enclosed_insertion_is_said_of_the_name_before_it():
+    found = pattern_triples("New Delhi, the capital of India, is a large city in the north.")
+    assert ("Delhi", "is_a", "city") in found and ("capital", "is_a", "city") not in found
+    found = pattern_triples("The Heron Tower, located in Bergen, was designed by Ada Lovelace.")
+    assert ("Heron Tower", "owned_by", "Ada Lovelace") in found and ("Bergen", "owned_by", "Ada Lovelace") not in found
+    found = pattern_triples("The Basin package, written in Rust, uses the Tide library.")
+    assert ("Basin package", "uses", "Tide") in found
