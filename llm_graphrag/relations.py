@@ -131,6 +131,10 @@ _PATTERNS = [
     (r"\b(?:publishes|publish|produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
     (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b|\b(?:based|headquartered)\s+in\b", "located_in", 0.75, False),
+    # Where a thing passes or an event happens: "the Danube flows through Vienna" (a named
+    # place only: _THROUGH), "the battle took place in Flanders".
+    (r"\b(?:flows?|flowed|flowing|passes|passed|passing|runs|ran)\s+(?:\w+ly\s+)?through\b", "located_in", 0.7, False),
+    (r"\b(?:takes?|took|taken|taking)\s+place\s+(?:in|at|on|inside|within)\b", "located_in", 0.75, False),
     # What a place is home to is in it: "Tokyo is home to the Tokyo Stock Exchange".
     (rf"\b{_BE}\s+(?:also\s+)?home\s+to\b", "located_in", 0.75, True),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
@@ -155,7 +159,7 @@ TRIGGER_LEADS = frozenset(
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -344,6 +348,10 @@ def pattern_relations(chunk, mentions, context):
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
+            if rel == "located_in" and " place " in match.group() and left is not group[0]:
+                continue  # an event's place is said of the clause's subject, not of "tracking of X"
+            if rel == "located_in" and rights and match.group().endswith("through"):
+                rights = [r for r in rights if r[0].type in ("name", "GPE", "LOC")]  # "passes through the middleware": no place
             if rel == "located_in" and rights:
                 rights = [(_place_beyond(group, r, masked), gap) for r, gap in rights]
             complements = None
