@@ -1534,6 +1534,11 @@ def _action_of(word, text, end):
     )
 
 
+# "a WSGI library", "an HTTP toolkit": with "a", a kind for the name, not the name itself
+# (as "the OpenSSL library" is).
+_A_BEFORE = re.compile(r"(?<![\w-])[Aa]n?\s+(?:[\w-]+\s+)?$")
+
+
 def _emit(run, mentions, text):
     if not run:
         return
@@ -1558,7 +1563,9 @@ def _emit(run, mentions, text):
     words = [r[2] for r in run]
     head = words[-1]
     head_lemma = lemma(head)
-    if head in KIND_NOUNS and (run[0][3] == "mod" or text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``")):
+    if head in KIND_NOUNS and (run[0][3] == "mod" or text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``")) and not (
+        _A_BEFORE.search(text, max(0, run[0][0] - 24), run[0][0])
+    ):
         if len(words) == 1 or all(r[3] == "mod" for r in run[:-1]):
             return  # "the OpenSSL library", "the :mod:`csv` module"
     if len(words) == 1 and head in CODE_KIND_NOUNS and text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``"):

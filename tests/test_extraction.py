@@ -204,6 +204,12 @@ def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
     ]
 
 
+def test_a_kind_noun_after_a_name_is_a_kind_with_a_but_the_name_with_the():
+    found = names(mentions_of("Heron is a WSGI library. Use the Basin toolkit.", extractors=(extraction.concept_mentions,)))
+    assert ("WSGI library", "concept") in found  # a kind of library
+    assert not [n for n, _ in found if "toolkit" in n]  # "the Basin toolkit" is Basin
+
+
 def test_a_possessive_ends_its_phrase():
     text = "Sellers keep the kernel’s page cache warm, and the library's build system reads Oracle's manual."
     assert [(m.surface, m.name, m.type) for m in mentions_of(text)] == [
