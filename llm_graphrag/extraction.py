@@ -1534,9 +1534,9 @@ def _action_of(word, text, end):
     )
 
 
-# "a WSGI library", "an HTTP toolkit": with "a", a kind for the name, not the name itself
-# (as "the OpenSSL library" is).
-_A_BEFORE = re.compile(r"(?<![\w-])[Aa]n?\s+(?:[\w-]+\s+)?$")
+# "a WSGI library", "your Django site": with "a" or a possessive, a kind for the name, not
+# the name itself (as "the OpenSSL library" is).
+_A_BEFORE = re.compile(r"(?<![\w-])(?:[Aa]n?|[Yy]our|[Mm]y|[Oo]ur|[Tt]heir)\s+(?:[\w-]+\s+)?$")
 
 
 def _emit(run, mentions, text):

@@ -207,6 +207,8 @@ def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
 def test_a_kind_noun_after_a_name_is_a_kind_with_a_but_the_name_with_the():
     found = names(mentions_of("Heron is a WSGI library. Use the Basin toolkit.", extractors=(extraction.concept_mentions,)))
     assert ("WSGI library", "concept") in found  # a kind of library
+    found = names(mentions_of("It lets your Heron site serve pages.", extractors=(extraction.concept_mentions,)))
+    assert ("Heron site", "concept") in found  # a possessive too: a site of yours, built with Heron
     assert not [n for n, _ in found if "toolkit" in n]  # "the Basin toolkit" is Basin
 
 
