@@ -2340,7 +2340,7 @@ def _modifier_names(mentions):
     for m in mentions:
         if m.type != "name" or m.extractor != "names":
             continue
-        if any(p.start <= m.start and p.end > m.end for p in phrases) or m.name.isupper() and any(
+        if any(p.start <= m.start and p.end > m.end and not _name_and_kind(p, m) for p in phrases) or m.name.isupper() and any(
             p.start < m.start and p.end == m.end for p in phrases
         ):
             modifiers.add(id(m))  # also an acronym heading a compound: "a session ID"
@@ -2349,6 +2349,13 @@ def _modifier_names(mentions):
     if not modifiers:
         return mentions
     return [m for m in mentions if id(m) not in modifiers or m.norm in alone]
+
+
+def _name_and_kind(phrase, name):
+    """Whether ``phrase`` is ``name`` and a kind noun, no more ("a WSGI library", "a C
+    library"): the name is what the kind is for, a thing of its own, not a modifier."""
+    rest = phrase.surface[name.end - phrase.start :].split()
+    return phrase.start == name.start and len(rest) == 1 and rest[0].lower() in KIND_NOUNS
 
 
 _ORIGIN = re.compile(r"[A-Z][\w'’]*-(?:born|based|bred|raised)\s+")

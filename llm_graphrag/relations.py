@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, _person_noun, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, _name_and_kind, _person_noun, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -1388,6 +1388,18 @@ def _seealso_spans(text):
 # Co-occurrence
 
 
+def _names_of_kinds(mentions, outer):
+    """``(phrase, name)``: the names inside an outer "name and kind noun" phrase ("a WSGI
+    library"), things of their own, that co-occur with the sentence as the phrase does."""
+    phrases = [p for p in outer if p.type == "concept" and " " in p.name]
+    if not phrases:
+        return []
+    return [
+        (p, m) for m in mentions if m.type == "name" and m.start is not None
+        for p in phrases if p is not m and _name_and_kind(p, m)
+    ]
+
+
 def cooccurrence_relations(chunk, mentions, context):
     """``related_to`` between neighbouring mentions of a sentence, weighted by proximity.
 
@@ -1401,7 +1413,8 @@ def cooccurrence_relations(chunk, mentions, context):
     window = context.settings.cooccurrence_window
     found = []
     groups = {}
-    for m in outer_mentions(mentions):
+    outer = outer_mentions(mentions)
+    for m in outer:
         if m.type == "step":
             continue
         groups.setdefault(m.sentence, []).append(m)
@@ -1420,6 +1433,12 @@ def cooccurrence_relations(chunk, mentions, context):
                 gap = _gap_words(masked[a.end : b.start]) if b.start >= a.end else 0
                 weight = 0.5 if min(a.score, b.score) >= 0.7 else 0.35
                 found.append(RelationCandidate(a, b, "related_to", weight, 1.0 / (1.0 + 0.1 * gap), sentence, "cooccurrence"))
+    twins = _names_of_kinds(mentions, outer)
+    if twins:  # "a WSGI library": WSGI co-occurs with what the phrase does
+        found += [
+            RelationCandidate(name if c.src is phrase else c.src, name if c.dst is phrase else c.dst, c.rel, c.weight, c.proximity, c.sentence, c.extractor)
+            for phrase, name in twins for c in list(found) if (c.src is phrase or c.dst is phrase) and name.norm not in (c.src.norm, c.dst.norm)
+        ]
     return found
 
 

@@ -210,6 +210,9 @@ def test_a_kind_noun_after_a_name_is_a_kind_with_a_but_the_name_with_the():
     found = names(mentions_of("It lets your Heron site serve pages.", extractors=(extraction.concept_mentions,)))
     assert ("Heron site", "concept") in found  # a possessive too: a site of yours, built with Heron
     assert not [n for n, _ in found if "toolkit" in n]  # "the Basin toolkit" is Basin
+    # The name stays a thing of its own, not a modifier ("Python users" drops Python).
+    assert ("Tide", "name") in names(mentions_of("Heron is a Tide library for parsing."))
+    assert ("Tide library", "concept") in names(mentions_of("Heron is a Tide library for parsing."))
 
 
 def test_a_possessive_ends_its_phrase():

@@ -1196,3 +1196,8 @@ def test_what_flows_through_a_named_place_or_takes_place_in_one_is_in_it():
     assert ("festival", "located_in", "Bergen") in pattern_triples("The festival took place in Bergen in 1920.")
     # Through no named place: no place.
     assert not pattern_triples("Every request passes through the middleware stack.")
+
+
+def test_a_name_with_its_kind_noun_cooccurs_as_the_phrase_does():
+    found = {(src, dst) for src, _, dst, *_ in candidates("Heron is a Tide library that Basin uses.", relations.cooccurrence_relations)}
+    assert ("Heron", "Tide library") in found and ("Heron", "Tide") in found and ("Tide", "Basin") in found
