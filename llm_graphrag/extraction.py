@@ -2359,15 +2359,25 @@ def _name_and_kind(phrase, name):
 
 
 _ORIGIN = re.compile(r"[A-Z][\w'’]*-(?:born|based|bred|raised)\s+")
+# A people's adjective before a noun of person: "a Moroccan scholar", "the Dutch artist"
+# (a word of general English: "the Debian maintainer" keeps its name).
+_DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ese|ish|ch|i)\s+(?=[a-z]+$)")
 
 
 def _origins(mentions):
     """Where a thing comes from is no part of its kind: "a Polish-born physicist" is a
-    physicist; "Polish-born" alone is no name."""
-    result, cut = [], set()
+    physicist, and so is "a Polish physicist" (a people's adjective before a noun of person:
+    a person's nationality is no kind of person); "Polish-born" alone is no name."""
+    result, cut, demonyms = [], set(), set()
     for m in mentions:
         if m.start is not None and m.type in ("concept", "name"):
             origin = _ORIGIN.match(m.surface)
+            if origin is None and m.type == "concept":
+                origin = _DEMONYM.match(m.surface)
+                if origin and not (_person_noun(lemma(m.surface[origin.end():].lower())) and _english_word(origin.group().strip().lower())):
+                    origin = None  # "the Debian installer": a name's, not a people's
+                if origin:
+                    demonyms.add((m.start, m.start + len(origin.group().rstrip())))
             if origin and m.type == "name" and origin.end() >= len(m.surface.rstrip()) or _ORIGIN.fullmatch(m.surface + " "):
                 continue
             if origin and m.type == "concept":
@@ -2379,7 +2389,16 @@ def _origins(mentions):
         result.append(m)
     if cut:  # the phrase's head, the same span now: the phrase is what stays
         result = [m for m in result if not (m.features.get("head") and (m.start, m.end) in cut)]
+    if demonyms:  # "Moroccan" of "a Moroccan scholar" names no one
+        result = [m for m in result if not (m.type == "name" and (m.start, m.end) in demonyms)]
     return result
+
+
+def _english_word(low):
+    """Whether ``low`` is a word of general English (``refine.common_word``)."""
+    from .refine import common_word
+
+    return common_word(low)
 
 
 def _cut_at_names(mentions, text):

@@ -1273,6 +1273,13 @@ def test_where_a_thing_comes_from_is_no_part_of_its_kind():
     assert not [n for n, _ in found if "born" in n.lower() or "based" in n.lower()]
 
 
+def test_a_peoples_adjective_is_no_part_of_a_kind_of_person():
+    found = names(mentions_of("Hal Brook was a Moroccan potter. The Swedish glass sold well. Run the Debian installer."))
+    assert ("potter", "concept") in found and ("Moroccan", "name") not in found and ("Moroccan potter", "concept") not in found
+    assert ("Swedish glass", "concept") in found  # a thing's origin may be its kind
+    assert ("Debian installer", "concept") in found  # a name's, not a people's
+
+
 def test_an_opening_gerund_of_a_verb_takes_an_object():
     found = names(mentions_of("## Enabling tide gauges\n\nFlowing water erodes banks.", extractors=(extraction.concept_mentions,)))
     assert found == [("tide gauges", "concept"), ("gauges", "concept"), ("Flowing water", "concept"), ("water", "concept"), ("banks", "concept")]
