@@ -1277,6 +1277,8 @@ def structural_relations(chunk, mentions, context):
         return found
     found.extend(_configuration(chunk, mentions, subject, context))
     found.extend(_byline(chunk, mentions, subject))
+    if subject.type == "code" and ".. " in chunk.text:
+        found.extend(_directive_members(chunk, mentions, subject))
     named = [
         m for m in outer_mentions(mentions)
         if m.type not in ("concept", "version", "DATE", "step") and m.norm != subject.norm
@@ -1290,6 +1292,28 @@ def structural_relations(chunk, mentions, context):
             for m in named:
                 if a <= m.start < b:
                     found.append(RelationCandidate(subject, m, rel, weight, 1.0, m.snippet, "structure"))
+    return found
+
+
+# A reStructuredText description of one object: ".. class:: Flood(level)", ".. function:: ebb()".
+_DIRECTIVE_ITEM = re.compile(
+    r"^[ \t]*\.\.[ \t]+(?:py:)?(?:class|function|exception|data|decorator|attribute|method|classmethod|staticmethod)::[ \t]+([A-Za-z_][\w]*)(?![\w.])",
+    re.M,
+)
+
+
+def _directive_members(chunk, mentions, subject):
+    """What a module's page documents with a directive of its own (".. class:: Flood" on
+    the page of ``heron``) is part of that module, whatever the name looked like in the
+    line ("copyfile" reads as a word: the directive says it is code); a dotted name is left to
+    ``_qualified_names`` ("Flood.rise" is part of Flood)."""
+    found = []
+    for item in _DIRECTIVE_ITEM.finditer(chunk.text):
+        start, end = item.span(1)
+        for m in mentions:
+            if m.type not in ("step", "DATE", "version") and m.start is not None and m.start <= start < m.end and m.norm != subject.norm:
+                found.append(RelationCandidate(m, subject, "part_of", 0.8, 1.0, item.group(0).strip(), "structure"))
+                break
     return found
 
 

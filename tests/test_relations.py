@@ -1201,3 +1201,13 @@ def test_what_flows_through_a_named_place_or_takes_place_in_one_is_in_it():
 def test_a_name_with_its_kind_noun_cooccurs_as_the_phrase_does():
     found = {(src, dst) for src, _, dst, *_ in candidates("Heron is a Tide library that Basin uses.", relations.cooccurrence_relations)}
     assert ("Heron", "Tide library") in found and ("Heron", "Tide") in found and ("Tide", "Basin") in found
+
+
+def test_what_a_module_page_documents_with_a_directive_is_part_of_the_module():
+    text = ".. class:: Flood(level)\n\n   A rising tide.\n\n.. function:: ebb(level)\n\n   Lower the tide.\n\n.. method:: Flood.rise()\n"
+    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.structural_relations, title="heron — Tide tools")}
+    assert ("Flood", "part_of", "heron") in found and ("ebb", "part_of", "heron") in found
+    assert not any(src.startswith("Flood.") and dst == "heron" for src, _, dst in found)  # left to qualified names
+    # A page about no module: no part_of.
+    found = candidates(text, relations.structural_relations, title="Tide tools")
+    assert not [c for c in found if c[1] == "part_of" and c[2] != "Flood"]
