@@ -439,6 +439,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_capitals(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
+        if " other " in sentence:
+            found.extend(_and_others(group, masked, sentence, s_start))
         if ":" in sentence or _THERE_ARE.match(sentence):
             found.extend(_colon_lists(group, masked, sentence))
         if "he " in sentence:
@@ -866,6 +868,22 @@ def _named_kinds(group, masked, sentence):
             and not masked[a.end : b.start].strip() and _THE.search(masked, max(0, a.start - 5), a.start)
         ):
             found.append(RelationCandidate(a, b, "is_a", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+_AND_OTHER = re.compile(r"\s*,?\s*(?:and|or)\s+(?:many\s+|several\s+|some\s+)?other\s+(?:[a-z-]+\s+)?$")
+
+
+def _and_others(group, masked, sentence, s_start):
+    """``oxygen, nitrogen and other gases``: the things listed before "and other" are each
+    one of the kind after it."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if b.type != "concept" or a.type in ("version", "DATE", "step") or not _AND_OTHER.fullmatch(masked, a.end, b.start):
+            continue
+        for m in _left_list(group, a, masked, s_start):
+            if m.type not in ("version", "DATE", "step") and m.norm != b.norm:
+                found.append(RelationCandidate(m, b, "is_a", 0.6, 1.0, sentence, "patterns"))
     return found
 
 

@@ -1211,3 +1211,8 @@ def test_what_a_module_page_documents_with_a_directive_is_part_of_the_module():
     # A page about no module: no part_of.
     found = candidates(text, relations.structural_relations, title="Tide tools")
     assert not [c for c in found if c[1] == "part_of" and c[2] != "Flood"]
+
+
+def test_things_listed_before_and_other_are_of_its_kind():
+    found = pattern_triples("Heron reads Basin, Tide and other formats.")
+    assert ("Basin", "is_a", "formats") in found and ("Tide", "is_a", "formats") in found
