@@ -1291,6 +1291,8 @@ def structural_relations(chunk, mentions, context):
         if b.features.get("step") == a.features.get("step", 0) + 1:
             found.append(RelationCandidate(a, b, "precedes", 0.9, 1.0, chunk.text[a.start : a.end], "structure"))
     found.extend(_qualified_names(chunk, mentions, subject))
+    if "Default:" in chunk.text:
+        found.extend(_setting_entries(chunk, mentions))
     if subject is None:
         return found
     found.extend(_configuration(chunk, mentions, subject, context))
@@ -1310,6 +1312,33 @@ def structural_relations(chunk, mentions, context):
             for m in named:
                 if a <= m.start < b:
                     found.append(RelationCandidate(subject, m, rel, weight, 1.0, m.snippet, "structure"))
+    return found
+
+
+# A setting's entry in a reference: its name alone on a line, "Default: ..." after it, then
+# what it decides: "Whether to store the CSRF token in the session", "The age of the cookie".
+_SETTING_ENTRY = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]+)?`?([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`?[ \t]*\n(?:[ \t]*\n)*[ \t]*Default:[^\n]*\n(?:[ \t]*\n)*"
+    r"[ \t]*(?:Whether(?:\s+or\s+not)?\s+to\s+[a-z]+\s+|The\s+[a-z]+\s+of\s+)(?:(?:the|an?|its|their)\s+)?",
+    re.M,
+)
+
+
+def _setting_entries(chunk, mentions):
+    """What a setting's entry says it decides is configured via the setting: under
+    "### `CSRF_USE_SESSIONS`", "Default: `False`", "Whether to store the CSRF token in
+    ..." the CSRF token is; "The age of CSRF cookies" names the cookies."""
+    found = []
+    for entry in _SETTING_ENTRY.finditer(chunk.text):
+        start, end = entry.span(1)
+        setting = next((m for m in mentions if m.type == "code" and m.start is not None and m.start <= start < m.end), None)
+        target = min(
+            (m for m in mentions if m.start is not None and m.start >= entry.end() and m.type not in ("DATE", "version", "step")),
+            key=lambda m: (m.start, -m.length), default=None,
+        )
+        if setting is None or target is None or target.start != entry.end() or target.norm == setting.norm:
+            continue
+        found.append(RelationCandidate(target, setting, "configured_via", 0.8, 1.0, chunk.text[entry.start() : entry.end()].strip(), "structure"))
     return found
 
 

@@ -1216,3 +1216,15 @@ def test_what_a_module_page_documents_with_a_directive_is_part_of_the_module():
 def test_things_listed_before_and_other_are_of_its_kind():
     found = pattern_triples("Heron reads Basin, Tide and other formats.")
     assert ("Basin", "is_a", "formats") in found and ("Tide", "is_a", "formats") in found
+
+
+def test_what_a_setting_entry_says_it_decides_is_configured_via_the_setting():
+    text = (
+        "### `TIDE_USE_CACHE`\n\nDefault: `False`\n\nWhether to keep the tide table in memory between requests.\n\n"
+        "### `TIDE_TIMEOUT`\n\nDefault: `30`\n\nThe timeout of the Basin client, in seconds.\n\n"
+        "### `TIDE_NAME`\n\nDefault: `None`\n\nIf set, Heron reads it.\n"
+    )
+    found = {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.structural_relations, title="Settings")}
+    assert ("tide table", "configured_via", "TIDE_USE_CACHE") in found
+    assert ("Basin client", "configured_via", "TIDE_TIMEOUT") in found
+    assert not [t for t in found if t[2] == "TIDE_NAME"]  # no "Whether to" nor "The X of": nothing said
