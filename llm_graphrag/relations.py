@@ -413,8 +413,8 @@ def pattern_relations(chunk, mentions, context):
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
                     src, dst = (right, l) if reverse else (l, right)
-                    if src.norm == dst.norm:
-                        continue
+                    if src.norm == dst.norm or _bare_kind(src):
+                        continue  # "A module to generate X": which module, the sentence does not say
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_titled_names(group, masked, sentence))
@@ -869,6 +869,11 @@ def _named_kinds(group, masked, sentence):
         ):
             found.append(RelationCandidate(a, b, "is_a", 0.6, 1.0, sentence, "patterns"))
     return found
+
+
+def _bare_kind(m):
+    """A kind noun alone ("module", "the library"), no pronoun resolved: it names no one thing."""
+    return m.type == "concept" and m.name.lower() in KIND_NOUNS and not m.features.get("coref")
 
 
 _AND_OTHER = re.compile(r"\s*,?\s*(?:and|or)\s+(?:many\s+|several\s+|some\s+)?other\s+(?:[a-z-]+\s+)?$")
