@@ -113,6 +113,8 @@ _PATTERNS = [
     # What a thing is taken for it is: "is often described as the first novel", "is
     # considered one of the greatest plays", "is regarded as a classic".
     (rf"\b{_BE}\s+(?:(?:often|widely|generally|commonly|usually|sometimes|also|now|still)\s+|{_ADV})(?:(?:described|regarded|seen|viewed|recogni[sz]ed|classified|classed|counted)\s+as|considered(?:\s+(?:as|to\s+be))?)(?:\s+one\s+of)?(?:\s+(?:an?|the))?\b", "is_a", 0.6, False),
+    # What a thing was declared or named it is: "the reef was declared a World Heritage Site".
+    (rf"\b{_BE}\s+{_ADV}(?:declared|designated|named|voted|proclaimed|listed)\s+(?:as\s+)?(?:an?|the)\b", "is_a", 0.6, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:(?:now|also|still|once|currently|today)\s+)?(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
@@ -131,9 +133,9 @@ _PATTERNS = [
     (r"\b(?:publishes|publish|produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
     (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b|\b(?:based|headquartered)\s+in\b", "located_in", 0.75, False),
-    # Where a thing passes or an event happens: "the Danube flows through Vienna" (a named
-    # place only: _THROUGH), "the battle took place in Flanders".
-    (r"\b(?:flows?|flowed|flowing|passes|passed|passing|runs|ran)\s+(?:\w+ly\s+)?through\b", "located_in", 0.7, False),
+    # Where a thing passes or an event happens: "the Danube flows through Vienna", "flows
+    # eastward across Brazil" (a named place only), "the battle took place in Flanders".
+    (r"\b(?:flows?|flowed|flowing|passes|passed|passing|runs|ran)\s+(?:\w+(?:ly|wards?)\s+)?(?:through|across)\b", "located_in", 0.7, False),
     (r"\b(?:takes?|took|taken|taking)\s+place\s+(?:in|at|on|inside|within)\b", "located_in", 0.75, False),
     # What a place is home to is in it: "Tokyo is home to the Tokyo Stock Exchange".
     (rf"\b{_BE}\s+(?:also\s+)?home\s+to\b", "located_in", 0.75, True),
@@ -245,7 +247,7 @@ def _negated(text, trigger_length):
 
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
 # Coordination, with the trigger's preposition repeated: "specified by X and by Y".
-_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:the\s+|an?\s+)?$")
+_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:the\s+|an?\s+|(?:over\s+|about\s+|some\s+)?\d[\d,]*\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
 _WORDS = re.compile(r"\w+")
 MAX_GAP_WORDS = 5
@@ -350,7 +352,7 @@ def pattern_relations(chunk, mentions, context):
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             if rel == "located_in" and " place " in match.group() and left is not group[0]:
                 continue  # an event's place is said of the clause's subject, not of "tracking of X"
-            if rel == "located_in" and rights and match.group().endswith("through"):
+            if rel == "located_in" and rights and match.group().endswith(("through", "across")):
                 rights = [r for r in rights if r[0].type in ("name", "GPE", "LOC")]  # "passes through the middleware": no place
             if rel == "located_in" and rights:
                 rights = [(_place_beyond(group, r, masked), gap) for r, gap in rights]
@@ -720,6 +722,7 @@ def _described(group, left, masked):
     return group[i - 1]
 
 
+_NUMBER_COMMA = re.compile(r"(?<=\d),(?=\d{3})")  # "over 2,900 reefs": a number's comma parts nothing
 _GAP_PREPOSITION = re.compile(r"\w\s+(?:for|in|on|at|with|from|by|to|into|about|over|under|through)\s")
 
 
@@ -738,7 +741,7 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
         return result
     if _GAP_PREPOSITION.search(between):
         return result  # "used in subsequent installs for the same X": the object was no mention
-    if "," in between and not (
+    if "," in _NUMBER_COMMA.sub("", between) and not (
         _ADJECTIVE_SERIES.fullmatch(between) and all(word_class(w.lower()) == "adj" for w in between.replace(",", " ").split())
     ):
         return result  # a comma parts only coordinate adjectives: "is the new, asynchronous-friendly standard"
