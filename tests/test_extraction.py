@@ -378,6 +378,11 @@ def test_a_plural_or_possessive_title_names_no_subject():
     assert subject_mention("Harbor relays").name == "Harbor relays"
 
 
+def test_the_before_a_noun_phrase_title_is_no_part_of_its_subject():
+    assert subject_mention("The Basin query language").name == "Basin query language"
+    assert subject_mention("The Tide Atlas").name == "The Tide Atlas"  # a title, every word capitalised
+
+
 
 
 
