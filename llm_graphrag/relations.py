@@ -88,7 +88,7 @@ _PATTERNS = [
     (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b", "part_of", 0.75, False),
     (r"\bfound\s+in\b", "located_in", 0.75, False),
     (r"\b(?:appears?|listed)\s+in\b", "part_of", 0.7, False),
-    (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
+    (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with|comes\s+with|come\s+with)\b", "part_of", 0.7, True),
     (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
     (rf"\b{_BE}\s+{_ADV}(?:compatible|interoperable)\s+with\b", "integrates_with", 0.7, False),
     # "Django supports WSGI", "supported by Django": between named things only (_SUPPORTS).
@@ -152,7 +152,7 @@ _COMPILED = [(re.compile(p), rel, w, rev) for p, rel, w, rev in _PATTERNS]
 TRIGGER_LEADS = frozenset(
     """is are was were be been being used uses use using utilises utilizes employs powered calls
     depends depend depending relies rely relying requires require needs belongs belong found
-    contains contain includes include consists comprises bundles bundle ships integrates
+    contains contain includes include consists comprises bundles bundle ships comes come integrates
     integrate interoperates owns maintains maintain as originally defined co founded proposed invented designed composed painted
     directed published authored developed established wrote specified described
     documented standardised standardized defines define specifies specify such including like
@@ -574,7 +574,7 @@ _AFTER_PREPOSITION = re.compile(
     })) + r")\s+(?:the\s+|an?\s+)?$"
 )
 # The same, past a possessive or a determiner and one modifier: "in its main courtyard".
-_PP_OBJECT = re.compile(_AFTER_PREPOSITION.pattern[: -len(r"(?:the\s+|an?\s+)?$")] + r"(?:(?:the|an?|its|their|his|her)\s+(?:[a-z-]+\s+)?)?$")
+_PP_OBJECT = re.compile(_AFTER_PREPOSITION.pattern[: -len(r"(?:the\s+|an?\s+)?$")] + r"(?:(?:the|an?|its|their|his|her|your|our|my)\s+(?:[a-z-]+\s+)?)?$")
 
 
 # A participle with no copula hangs on the noun right before it ("software and applications

@@ -1243,3 +1243,9 @@ def test_numbers_in_a_list_of_parts_and_what_a_thing_was_declared():
     assert not pattern_triples("Heron was named after a bird.")
     found = pattern_triples("The Tide River flows eastward across Norway and Sweden.")
     assert ("Tide River", "located_in", "Norway") in found and ("Tide River", "located_in", "Sweden") in found
+
+
+def test_what_a_thing_comes_with_is_part_of_it_and_your_opens_a_prepositional_object():
+    found = pattern_triples("Heron comes with a tide prediction engine and a chart renderer.")
+    assert ("tide prediction engine", "part_of", "Heron") in found and ("chart renderer", "part_of", "Heron") in found
+    assert pattern_triples("Each map in your atlas should be an instance of the `Chart` class.") == {("map", "is_a", "Chart")}
