@@ -221,6 +221,7 @@ KIND_NOUNS = frozenset("module modules package packages library function class m
 # usually be a big hindrance", "the value can be a list" state no kind.
 _DERIVED = re.compile(r"\bderive[sd]?\s+from\b")
 _THAT_BEFORE = re.compile(r"\bthat\s+$")
+_ALLOWED = re.compile(r"\b(?:allow|allows|allowed|allowing|enable|enables|enabled|enabling|permit|permits|permitted)\s+(?:[\w’'-]+\s+){1,4}to\s+$")
 _THIRD_PERSON = re.compile(r"[a-z]+s\b(?!['’])")
 _MODAL_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(MODALS))})\s+(?:not\s+)?(?:\w+ly\s+|also\s+)?$")
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
@@ -321,6 +322,8 @@ def pattern_relations(chunk, mentions, context):
                 _THAT_BEFORE.search(masked, max(s_start, t_start - 6), t_start) and _THIRD_PERSON.match(match.group())
             ):
                 continue  # "the use of", "that use"; but "that uses Y": a relative clause's verb
+            if _ALLOWED.search(masked, max(s_start, t_start - 60), t_start):
+                continue  # "will allow your site to use X": what a thing may do, no relation yet
             if _CONDITION.match(masked, s_start) and "," not in masked[s_start:t_start]:
                 continue  # "Should your project require X, ...": a condition, no statement
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):

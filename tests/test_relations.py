@@ -86,6 +86,12 @@ def test_a_name_after_at_or_in_in_a_where_clause_is_in_the_place_before_it():
     assert not any(rel == "located_in" for _, rel, _ in found)
 
 
+def test_what_a_thing_is_allowed_to_do_is_no_relation():
+    text = "Estuary will allow your Heron site to use the Basin cache."
+    assert not [rel for _, rel, *_ in candidates(text, relations.pattern_relations) if rel == "uses"]
+    assert candidates("The Heron site uses the Basin cache.", relations.pattern_relations)[0][1] == "uses"
+
+
 def test_code_in_what_holds_it_is_part_of_it():
     def found(text):
         return {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
