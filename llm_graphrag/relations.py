@@ -73,11 +73,11 @@ def fact_text(src_name, rel, dst_name, phrase=None):
 
 _BE = r"(?:is|are|was|were|be|been|being)"
 _MAKER_NOT = r"(?:in|by|on|at|for|from|with|to|as|into|under|during|after|before|through|over|and|or|of|\w+ly\s+of)\b|,"
-_ADV = r"(?:\w+ly\s+)?"
+_ADV = r"(?:(?:\w+ly|now|also|still|often|later|then|once|first)\s+)?"  # "is now maintained by"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
-    (r"\b(?:uses|use|used(?!\s+to\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
+    (r"\b(?:uses|use|used(?!\s+(?:to|as)\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}based\s+(?:up)?on\b", "uses", 0.7, False),
     # What a thing is made with it uses: "a toolkit implemented with Tcl", "written in C".
     (rf"\b(?:{_BE}\s+{_ADV})?(?:implemented|written)\s+(?:in|with|using|via|on\s+top\s+of)\b", "uses", 0.75, False),
@@ -115,6 +115,9 @@ _PATTERNS = [
     (rf"\b{_BE}\s+(?:(?:often|widely|generally|commonly|usually|sometimes|also|now|still)\s+|{_ADV})(?:(?:described|regarded|seen|viewed|recogni[sz]ed|classified|classed|counted)\s+as|considered(?:\s+(?:as|to\s+be))?)(?:\s+one\s+of)?(?:\s+(?:an?|the))?\b", "is_a", 0.6, False),
     # What a thing was declared or named it is: "the reef was declared a World Heritage Site".
     (rf"\b{_BE}\s+{_ADV}(?:declared|designated|named|voted|proclaimed|listed)\s+(?:as\s+)?(?:an?|the)\b", "is_a", 0.6, False),
+    # What a thing is used as is one: "Reader objects can be used as iterators" (not "served
+    # as its president": a role a person held, no kind).
+    (rf"\b(?:{_BE}\s+{_ADV})?used\s+as\b(?:\s+(?:an?|the))?", "is_a", 0.55, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:(?:now|also|still|once|currently|today)\s+)?(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
