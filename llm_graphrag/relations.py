@@ -415,8 +415,8 @@ def pattern_relations(chunk, mentions, context):
                 continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
             used.add((t_start, t_end))
             lefts = complements or (_left_list(group, left, masked, s_start) if (
-                reverse or rel in ("causes", "uses", "produces", "part_of")
-            ) and not _PARTICIPLE.match(match.group()) else [left])
+                reverse and rel != "is_a" or rel in ("causes", "uses", "produces", "part_of")
+            ) and not _PARTICIPLE.match(match.group()) else [left])  # "music, and composers such as X": X is a composer only
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:

@@ -1262,3 +1262,9 @@ def test_what_a_thing_is_used_as_it_is_and_an_adverb_before_a_participle():
     assert ("Tide", "is_a", "cache") in found and ("Tide", "is_a", "message broker") in found
     assert not [t for t in found if t[1] == "uses"]
     assert ("Heron", "owned_by", "Tide Group") in pattern_triples("Heron is now maintained by the Tide Group.")
+
+
+def test_examples_after_such_as_are_of_the_nearest_kind_only():
+    found = pattern_triples("Bergen is known for its fish market, and painters such as Ada Lovelace lived there.")
+    assert ("Ada Lovelace", "is_a", "painters") in found
+    assert ("Ada Lovelace", "is_a", "fish market") not in found
