@@ -232,6 +232,7 @@ _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemen
 _SUPPORTS = re.compile(r"\bsupport")
 _MADE = re.compile(r"(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:" + _MAKER_NOT + "))")
 _MAKERS = frozenset(("name", "PERSON", "ORG"))
+_CREATED_BY = re.compile(r"\b(?:created|built|generated)\b")
 _CREATED = re.compile(rf"(?:{_BE}\s+{_ADV})?(?:created|built)\b")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
@@ -384,6 +385,8 @@ def pattern_relations(chunk, mentions, context):
                 rights = [r for r in rights if r[0].type == "code"]
                 if left.type != "code" or not rights:
                     continue
+            if rel == "owned_by" and _CREATED_BY.search(match.group()) and all(r[0].type == "code" for r in rights):
+                rel, reverse = "produces", True  # "tables are created by `read()`": code makes, owns nothing
             if rel == "produces" and reverse and _CREATED.match(match.group()):
                 code = [r for r in rights if r[0].type == "code"]  # "created by Guido": no product
                 if not code:

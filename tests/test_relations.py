@@ -1268,3 +1268,9 @@ def test_examples_after_such_as_are_of_the_nearest_kind_only():
     found = pattern_triples("Bergen is known for its fish market, and painters such as Ada Lovelace lived there.")
     assert ("Ada Lovelace", "is_a", "painters") in found
     assert ("Ada Lovelace", "is_a", "fish market") not in found
+
+
+def test_what_code_creates_it_produces_even_after_a_copula():
+    found = pattern_triples("Tide tables are created by :func:`heron.read` on demand.")
+    assert ("heron.read", "produces", "Tide tables") in found and not [t for t in found if t[1] == "owned_by"]
+    assert ("Heron", "owned_by", "Ada Lovelace") in pattern_triples("Heron was created by Ada Lovelace.")
