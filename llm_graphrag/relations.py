@@ -140,6 +140,8 @@ _PATTERNS = [
     # eastward across Brazil" (a named place only), "the battle took place in Flanders".
     (r"\b(?:flows?|flowed|flowing|passes|passed|passing|runs|ran)\s+(?:\w+(?:ly|wards?)\s+)?(?:through|across)\b", "located_in", 0.7, False),
     (r"\b(?:takes?|took|taken|taking)\s+place\s+(?:in|at|on|inside|within)\b", "located_in", 0.75, False),
+    # Where a thing reads its configuration from: "the gateway reads its configuration from X".
+    (r"\b(?:reads?|loads?|takes?|gets?|reading|loading)\s+(?:its|their|the)\s+(?:configuration|config|settings|options)\s+from\b", "configured_via", 0.8, False),
     # What a place is home to is in it: "Tokyo is home to the Tokyo Stock Exchange".
     (rf"\b{_BE}\s+(?:also\s+)?home\s+to\b", "located_in", 0.75, True),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
@@ -164,7 +166,7 @@ TRIGGER_LEADS = frozenset(
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    reads read reading loads load loading takes take gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -452,6 +454,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
         if " other " in sentence:
             found.extend(_and_others(group, masked, sentence, s_start))
+        if "option" in sentence or "setting" in sentence or "variable" in sentence or "parameter" in sentence or "flag" in sentence:
+            found.extend(_option_sets(group, masked, sentence))
         if ":" in sentence or _THERE_ARE.match(sentence):
             found.extend(_colon_lists(group, masked, sentence))
         if "he " in sentence:
@@ -886,6 +890,23 @@ def _named_kinds(group, masked, sentence):
 def _bare_kind(m):
     """A kind noun alone ("module", "the library"), no pronoun resolved: it names no one thing."""
     return m.type == "concept" and m.name.lower() in KIND_NOUNS and not m.features.get("coref")
+
+
+# "The `listen_port` option sets the port": code, its kind of setting, and what it decides.
+_OPTION_SETS = re.compile(
+    r"\s+(?:option|setting|parameter|flag|argument|(?:environment\s+)?variable)\s+(?:sets|controls|determines|specifies"
+    r"|configures|selects|chooses|defines|changes)\s+(?:(?:the|an?|which|how\s+many|how\s+much|whether)\s+)?(?:[a-z-]+\s+)?$"
+)
+
+
+def _option_sets(group, masked, sentence):
+    """What an option, setting or variable is said to set or control is configured via it:
+    "The `listen_port` option sets the port the gateway listens on"."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if a.type == "code" and b.type not in ("version", "DATE", "step") and _OPTION_SETS.fullmatch(masked, a.end, b.start):
+            found.append(RelationCandidate(b, a, "configured_via", 0.7, 1.0, sentence, "patterns"))
+    return found
 
 
 _AND_OTHER = re.compile(r"\s*,?\s*(?:and|or)\s+(?:many\s+|several\s+|some\s+)?other\s+(?:[a-z-]+\s+)?$")
