@@ -770,8 +770,13 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     previous = first
     clause = s_start is not None and _SUBORDINATE.match(masked, s_start) and "," not in masked[s_start:position]
     rest = group[i + 1 :]
+    version_end = None
     for k, m in enumerate(rest):
-        between = masked[previous.end : m.start]
+        between = masked[(version_end or previous.end) : m.start]
+        if m.type == "version" and version_end is None and previous.type != "version" and not between.strip():
+            version_end = _VERSION_FLOOR.match(masked, m.end).end()
+            continue  # "requires CMake 3.10 or newer and a C compiler": the version goes with CMake
+        version_end = None
         if "(" in between and ")" not in between[between.rfind("(") :]:
             continue  # inside a parenthesis after an item: "RFC 7159 (which obsoletes RFC 4627) and ECMA-404"
         if m.type == "concept" and _KIND_WORD.fullmatch(m.name.lower()) and (
@@ -794,6 +799,7 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
 
 
 _APPOSED = re.compile(r"\s*,\s*(?:an?|the)\s+")
+_VERSION_FLOOR = re.compile(r"(?:\s+or\s+(?:newer|later|higher|above|greater|better))?")
 _BARE_AND = re.compile(r"\s+and\s+")
 
 

@@ -1282,3 +1282,8 @@ def test_where_a_thing_reads_its_configuration_and_what_an_option_sets_are_confi
     found = pattern_triples("The `tide_level` option controls the chart colour; the `log_level` setting sets the verbosity.")
     assert ("chart colour", "configured_via", "tide_level") in found and ("verbosity", "configured_via", "log_level") in found
     assert not pattern_triples("The `tide_level` option is old.")
+
+
+def test_a_version_after_an_item_goes_with_it_and_the_list_goes_on():
+    found = pattern_triples("Heron requires CMake 3.10 or newer and a C99 compiler.")
+    assert ("Heron", "depends_on", "CMake") in found and ("Heron", "depends_on", "C99 compiler") in found
