@@ -456,6 +456,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_and_others(group, masked, sentence, s_start))
         if "option" in sentence or "setting" in sentence or "variable" in sentence or "parameter" in sentence or "flag" in sentence:
             found.extend(_option_sets(group, masked, sentence))
+        if " ha" in sentence:
+            found.extend(_has_members(group, masked, sentence))
         if ":" in sentence or _THERE_ARE.match(sentence):
             found.extend(_colon_lists(group, masked, sentence))
         if "he " in sentence:
@@ -896,6 +898,34 @@ def _named_kinds(group, masked, sentence):
 def _bare_kind(m):
     """A kind noun alone ("module", "the library"), no pronoun resolved: it names no one thing."""
     return m.type == "concept" and m.name.lower() in KIND_NOUNS and not m.features.get("coref")
+
+
+# "has a `session` attribute": a verb of having, then code and its kind of member.
+_HAS = re.compile(r"\b(?:has|have|had|having)\s+(?:(?:an?|the|its|their|its\s+own|their\s+own)\s+)?$")
+_MEMBER_AFTER = re.compile(r"\s+(?:attribute|method|field|property|member)s?\b")
+
+
+def _has_members(group, masked, sentence):
+    """The attribute, method or field a thing has is part of it: "Every `Flood` object has
+    a `level` attribute" (the member named by code, its kind of member after it)."""
+    found = []
+    for i, b in enumerate(group):
+        if i == 0 or b.type != "code" or not _MEMBER_AFTER.match(masked, b.end):
+            continue
+        has = _HAS.search(masked, group[i - 1].end, b.start)
+        if has is None:
+            continue
+        left, _ = _left_of(group, has.start(), masked, finite=True)
+        if left is None or left is b or left.type in ("version", "DATE", "step"):
+            continue
+        members = [b]
+        for m in group[i + 1 :]:  # "a `level` attribute and a `rise()` method"
+            kind = _MEMBER_AFTER.match(masked, members[-1].end)
+            if m.type != "code" or kind is None or not _COORD.match(masked[kind.end() : m.start]) or not _MEMBER_AFTER.match(masked, m.end):
+                break
+            members.append(m)
+        found.extend(RelationCandidate(m, left, "part_of", 0.7, 1.0, sentence, "patterns") for m in members if m.norm != left.norm)
+    return found
 
 
 # "The `listen_port` option sets the port": code, its kind of setting, and what it decides.

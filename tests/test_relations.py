@@ -1287,3 +1287,9 @@ def test_where_a_thing_reads_its_configuration_and_what_an_option_sets_are_confi
 def test_a_version_after_an_item_goes_with_it_and_the_list_goes_on():
     found = pattern_triples("Heron requires CMake 3.10 or newer and a C99 compiler.")
     assert ("Heron", "depends_on", "CMake") in found and ("Heron", "depends_on", "C99 compiler") in found
+
+
+def test_the_attribute_or_method_a_thing_has_is_part_of_it():
+    found = pattern_triples("Every `Flood` object has a `level` attribute and a `rise()` method.")
+    assert ("level", "part_of", "Flood") in found and ("rise", "part_of", "Flood") in found
+    assert not pattern_triples("Heron has a `--verbose` flag.")  # a flag is no member of a thing
