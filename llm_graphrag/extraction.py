@@ -2307,9 +2307,9 @@ def subject_mention(title):
     if kind:
         head = head[kind.end() :]  # "README: Tk": a kind of document, then its subject
     words = head.split()
-    if len(words) > 2 and words[0].lower() == "the" and any(w.islower() for w in words[1:]):
+    if len(words) > 2 and words[0].lower() == "the" and any(w.islower() and w not in STOPWORDS for w in words[1:]):
         head = head[len(words[0]) :].strip()  # "The Django template language" names a language;
-        words = words[1:]  # "The Starry Night", every word capitalised, is a title, "The" in it
+        words = words[1:]  # "The Starry Night", "The Art of War" are titles, "The" in them
     if not words or len(words) > 5:
         return None
     if len(words) == 1 and head.lower().endswith("ing") and head.isalpha() and head.lower() not in _ING_NOUNS:
