@@ -1534,6 +1534,11 @@ def _action_of(word, text, end):
     )
 
 
+# "a WSGI library", "your Django site": with "a" or a possessive, a kind for the name, not
+# the name itself (as "the OpenSSL library" is).
+_A_BEFORE = re.compile(r"(?<![\w-])(?:[Aa]n?|[Yy]our|[Mm]y|[Oo]ur|[Tt]heir)\s+(?:[\w-]+\s+)?$")
+
+
 def _emit(run, mentions, text):
     if not run:
         return
@@ -1558,7 +1563,9 @@ def _emit(run, mentions, text):
     words = [r[2] for r in run]
     head = words[-1]
     head_lemma = lemma(head)
-    if head in KIND_NOUNS and (run[0][3] == "mod" or text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``")):
+    if head in KIND_NOUNS and (run[0][3] == "mod" or text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``")) and not (
+        _A_BEFORE.search(text, max(0, run[0][0] - 24), run[0][0])
+    ):
         if len(words) == 1 or all(r[3] == "mod" for r in run[:-1]):
             return  # "the OpenSSL library", "the :mod:`csv` module"
     if len(words) == 1 and head in CODE_KIND_NOUNS and text[max(0, run[0][0] - 2) : run[0][0]] in ("` ", "``"):
@@ -1844,8 +1851,9 @@ def resolve_overlaps(mentions):
             k = kept[index]
             if k.end <= m.start:
                 continue
-            # A concept inside a name or identifier is part of that name.
-            if not (k.start <= m.start and m.end <= k.end) or (m.type == "concept" and k.type != "concept"):
+            # A concept inside a name or identifier is part of that name (not one inside a
+            # step: a step is a whole instruction, its words name things of their own).
+            if not (k.start <= m.start and m.end <= k.end) or (m.type == "concept" and k.type not in ("concept", "step")):
                 crossing = True
                 break
         if crossing:
@@ -2299,6 +2307,9 @@ def subject_mention(title):
     if kind:
         head = head[kind.end() :]  # "README: Tk": a kind of document, then its subject
     words = head.split()
+    if len(words) > 2 and words[0].lower() == "the" and any(w.islower() and w not in STOPWORDS for w in words[1:]):
+        head = head[len(words[0]) :].strip()  # "The Django template language" names a language;
+        words = words[1:]  # "The Starry Night", "The Art of War" are titles, "The" in them
     if not words or len(words) > 5:
         return None
     if len(words) == 1 and head.lower().endswith("ing") and head.isalpha() and head.lower() not in _ING_NOUNS:
@@ -2332,7 +2343,7 @@ def _modifier_names(mentions):
     for m in mentions:
         if m.type != "name" or m.extractor != "names":
             continue
-        if any(p.start <= m.start and p.end > m.end for p in phrases) or m.name.isupper() and any(
+        if any(p.start <= m.start and p.end > m.end and not _name_and_kind(p, m) for p in phrases) or m.name.isupper() and any(
             p.start < m.start and p.end == m.end for p in phrases
         ):
             modifiers.add(id(m))  # also an acronym heading a compound: "a session ID"
@@ -2343,16 +2354,33 @@ def _modifier_names(mentions):
     return [m for m in mentions if id(m) not in modifiers or m.norm in alone]
 
 
+def _name_and_kind(phrase, name):
+    """Whether ``phrase`` is ``name`` and a kind noun, no more ("a WSGI library", "a C
+    library"): the name is what the kind is for, a thing of its own, not a modifier."""
+    rest = phrase.surface[name.end - phrase.start :].split()
+    return phrase.start == name.start and len(rest) == 1 and rest[0].lower() in KIND_NOUNS
+
+
 _ORIGIN = re.compile(r"[A-Z][\w'’]*-(?:born|based|bred|raised)\s+")
+# A people's adjective before a noun of person: "a Moroccan scholar", "the Dutch artist"
+# (a word of general English: "the Debian maintainer" keeps its name).
+_DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ese|ish|ch|i)\s+(?=[a-z]+$)")
 
 
 def _origins(mentions):
     """Where a thing comes from is no part of its kind: "a Polish-born physicist" is a
-    physicist; "Polish-born" alone is no name."""
-    result, cut = [], set()
+    physicist, and so is "a Polish physicist" (a people's adjective before a noun of person:
+    a person's nationality is no kind of person); "Polish-born" alone is no name."""
+    result, cut, demonyms = [], set(), set()
     for m in mentions:
         if m.start is not None and m.type in ("concept", "name"):
             origin = _ORIGIN.match(m.surface)
+            if origin is None and m.type == "concept":
+                origin = _DEMONYM.match(m.surface)
+                if origin and not (_person_noun(lemma(m.surface[origin.end():].lower())) and _english_word(origin.group().strip().lower())):
+                    origin = None  # "the Debian installer": a name's, not a people's
+                if origin:
+                    demonyms.add((m.start, m.start + len(origin.group().rstrip())))
             if origin and m.type == "name" and origin.end() >= len(m.surface.rstrip()) or _ORIGIN.fullmatch(m.surface + " "):
                 continue
             if origin and m.type == "concept":
@@ -2364,7 +2392,16 @@ def _origins(mentions):
         result.append(m)
     if cut:  # the phrase's head, the same span now: the phrase is what stays
         result = [m for m in result if not (m.features.get("head") and (m.start, m.end) in cut)]
+    if demonyms:  # "Moroccan" of "a Moroccan scholar" names no one
+        result = [m for m in result if not (m.type == "name" and (m.start, m.end) in demonyms)]
     return result
+
+
+def _english_word(low):
+    """Whether ``low`` is a word of general English (``refine.common_word``)."""
+    from .refine import common_word
+
+    return common_word(low)
 
 
 def _cut_at_names(mentions, text):

@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, _person_noun, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, _name_and_kind, _person_noun, heading_lines, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -73,11 +73,11 @@ def fact_text(src_name, rel, dst_name, phrase=None):
 
 _BE = r"(?:is|are|was|were|be|been|being)"
 _MAKER_NOT = r"(?:in|by|on|at|for|from|with|to|as|into|under|during|after|before|through|over|and|or|of|\w+ly\s+of)\b|,"
-_ADV = r"(?:\w+ly\s+)?"
+_ADV = r"(?:(?:\w+ly|now|also|still|often|later|then|once|first)\s+)?"  # "is now maintained by"
 # (pattern, relation, weight, reversed): "reversed" means right side → left side.
 _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+(?:by|in|within)\b", "uses", 0.8, True),
-    (r"\b(?:uses|use|used(?!\s+to\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
+    (r"\b(?:uses|use|used(?!\s+(?:to|as)\s)|using|utili[sz](?:es|ing)|employs|is built (?:on|with)|powered by|calls)\b", "uses", 0.8, False),
     (rf"\b{_BE}\s+{_ADV}based\s+(?:up)?on\b", "uses", 0.7, False),
     # What a thing is made with it uses: "a toolkit implemented with Tcl", "written in C".
     (rf"\b(?:{_BE}\s+{_ADV})?(?:implemented|written)\s+(?:in|with|using|via|on\s+top\s+of)\b", "uses", 0.75, False),
@@ -88,7 +88,7 @@ _PATTERNS = [
     (rf"\b{_BE}\s+{_ADV}(?:included|contained|bundled|shipped)(?:\s+by\s+default)?\s+(?:in|with|into)\b", "part_of", 0.75, False),
     (r"\bfound\s+in\b", "located_in", 0.75, False),
     (r"\b(?:appears?|listed)\s+in\b", "part_of", 0.7, False),
-    (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with)\b", "part_of", 0.7, True),
+    (r"\b(?:contains|contain|includes|include|consists\s+of|comprises|bundles|bundle|ships\s+with|comes\s+with|come\s+with)\b", "part_of", 0.7, True),
     (r"\b(?:integrates|integrate|interoperates)\s+with\b", "integrates_with", 0.85, False),
     (rf"\b{_BE}\s+{_ADV}(?:compatible|interoperable)\s+with\b", "integrates_with", 0.7, False),
     # "Django supports WSGI", "supported by Django": between named things only (_SUPPORTS).
@@ -113,6 +113,11 @@ _PATTERNS = [
     # What a thing is taken for it is: "is often described as the first novel", "is
     # considered one of the greatest plays", "is regarded as a classic".
     (rf"\b{_BE}\s+(?:(?:often|widely|generally|commonly|usually|sometimes|also|now|still)\s+|{_ADV})(?:(?:described|regarded|seen|viewed|recogni[sz]ed|classified|classed|counted)\s+as|considered(?:\s+(?:as|to\s+be))?)(?:\s+one\s+of)?(?:\s+(?:an?|the))?\b", "is_a", 0.6, False),
+    # What a thing was declared or named it is: "the reef was declared a World Heritage Site".
+    (rf"\b{_BE}\s+{_ADV}(?:declared|designated|named|voted|proclaimed|listed)\s+(?:as\s+)?(?:an?|the)\b", "is_a", 0.6, False),
+    # What a thing is used as is one: "Reader objects can be used as iterators" (not "served
+    # as its president": a role a person held, no kind).
+    (rf"\b(?:{_BE}\s+{_ADV})?used\s+as\b(?:\s+(?:an?|the))?", "is_a", 0.55, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:(?:now|also|still|once|currently|today)\s+)?(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
@@ -131,6 +136,12 @@ _PATTERNS = [
     (r"\b(?:publishes|publish|produces|produce|produced|producing|generates|generate|generating|creates|create|releases|release|emits|emit|builds|build|yields|forms|convert\w*\s+\w+(?:\s+\w+)?\s+into)\b", "produces", 0.7, False),
     (rf"\b{_BE}\s+{_ADV}(?:located|situated|available|hosted)\s+(?:in|on|at|from)\b|\b{_BE}\s+{_ADV}based\s+(?:in|at)\b", "located_in", 0.8, False),
     (r"\b(?:located|situated)\s+(?:in|on|at)\b|\bhosted\s+(?:in|on|at|by)\b|\b(?:based|headquartered)\s+in\b", "located_in", 0.75, False),
+    # Where a thing passes or an event happens: "the Danube flows through Vienna", "flows
+    # eastward across Brazil" (a named place only), "the battle took place in Flanders".
+    (r"\b(?:flows?|flowed|flowing|passes|passed|passing|runs|ran)\s+(?:\w+(?:ly|wards?)\s+)?(?:through|across)\b", "located_in", 0.7, False),
+    (r"\b(?:takes?|took|taken|taking)\s+place\s+(?:in|at|on|inside|within)\b", "located_in", 0.75, False),
+    # Where a thing reads its configuration from: "the gateway reads its configuration from X".
+    (r"\b(?:reads?|loads?|takes?|gets?|reading|loading)\s+(?:its|their|the)\s+(?:configuration|config|settings|options)\s+from\b", "configured_via", 0.8, False),
     # What a place is home to is in it: "Tokyo is home to the Tokyo Stock Exchange".
     (rf"\b{_BE}\s+(?:also\s+)?home\s+to\b", "located_in", 0.75, True),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
@@ -146,7 +157,7 @@ _COMPILED = [(re.compile(p), rel, w, rev) for p, rel, w, rev in _PATTERNS]
 TRIGGER_LEADS = frozenset(
     """is are was were be been being used uses use using utilises utilizes employs powered calls
     depends depend depending relies rely relying requires require needs belongs belong found
-    contains contain includes include consists comprises bundles bundle ships integrates
+    contains contain includes include consists comprises bundles bundle ships comes come integrates
     integrate interoperates owns maintains maintain as originally defined co founded proposed invented designed composed painted
     directed published authored developed established wrote specified described
     documented standardised standardized defines define specifies specify such including like
@@ -155,7 +166,7 @@ TRIGGER_LEADS = frozenset(
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    becomes become became lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    reads read reading loads load loading gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -215,6 +226,7 @@ KIND_NOUNS = frozenset("module modules package packages library function class m
 # usually be a big hindrance", "the value can be a list" state no kind.
 _DERIVED = re.compile(r"\bderive[sd]?\s+from\b")
 _THAT_BEFORE = re.compile(r"\bthat\s+$")
+_ALLOWED = re.compile(r"\b(?:allow|allows|allowed|allowing|enable|enables|enabled|enabling|permit|permits|permitted)\s+(?:[\w’'-]+\s+){1,4}to\s+$")
 _THIRD_PERSON = re.compile(r"[a-z]+s\b(?!['’])")
 _MODAL_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(MODALS))})\s+(?:not\s+)?(?:\w+ly\s+|also\s+)?$")
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
@@ -222,6 +234,7 @@ _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemen
 _SUPPORTS = re.compile(r"\bsupport")
 _MADE = re.compile(r"(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:" + _MAKER_NOT + "))")
 _MAKERS = frozenset(("name", "PERSON", "ORG"))
+_CREATED_BY = re.compile(r"\b(?:created|built|generated)\b")
 _CREATED = re.compile(rf"(?:{_BE}\s+{_ADV})?(?:created|built)\b")
 _NEGATIONS = frozenset("not never cannot n't n’t".split())
 _NEGATION_WORDS = re.compile(r"[\w’']+")
@@ -241,14 +254,22 @@ def _negated(text, trigger_length):
 
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
 # Coordination, with the trigger's preposition repeated: "specified by X and by Y".
-_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:the\s+|an?\s+)?$")
+_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:the\s+|an?\s+|(?:over\s+|about\s+|some\s+)?\d[\d,]*\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
 _WORDS = re.compile(r"\w+")
 MAX_GAP_WORDS = 5
 
 
 def outer_mentions(mentions):
-    """Mentions not nested in another one, in text order (heads and inner names dropped)."""
+    """Mentions not nested in another one, in text order (heads and inner names dropped).
+    A step holding other mentions is left out instead: it is a whole instruction, and what
+    it names is said in it ("2. Watch `x` in the dashboard")."""
+    steps = [m for m in mentions if m.type == "step" and m.start is not None]
+    if steps:
+        holders = {id(s) for s in steps if any(
+            m is not s and m.start is not None and s.start <= m.start and m.end <= s.end and m.type != "step" for m in mentions
+        )}
+        mentions = [m for m in mentions if id(m) not in holders]
     result = []
     for m in sorted(mentions, key=lambda m: (m.start, -m.length)):
         if m.start is None:
@@ -307,6 +328,8 @@ def pattern_relations(chunk, mentions, context):
                 _THAT_BEFORE.search(masked, max(s_start, t_start - 6), t_start) and _THIRD_PERSON.match(match.group())
             ):
                 continue  # "the use of", "that use"; but "that uses Y": a relative clause's verb
+            if _ALLOWED.search(masked, max(s_start, t_start - 60), t_start):
+                continue  # "will allow your site to use X": what a thing may do, no relation yet
             if _CONDITION.match(masked, s_start) and "," not in masked[s_start:t_start]:
                 continue  # "Should your project require X, ...": a condition, no statement
             if _negated(masked[max(s_start, t_start - 30) : t_end], t_end - t_start):
@@ -336,6 +359,10 @@ def pattern_relations(chunk, mentions, context):
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
+            if rel == "located_in" and " place " in match.group() and left is not group[0]:
+                continue  # an event's place is said of the clause's subject, not of "tracking of X"
+            if rel == "located_in" and rights and match.group().endswith(("through", "across")):
+                rights = [r for r in rights if r[0].type in ("name", "GPE", "LOC")]  # "passes through the middleware": no place
             if rel == "located_in" and rights:
                 rights = [(_place_beyond(group, r, masked), gap) for r, gap in rights]
             complements = None
@@ -360,6 +387,8 @@ def pattern_relations(chunk, mentions, context):
                 rights = [r for r in rights if r[0].type == "code"]
                 if left.type != "code" or not rights:
                     continue
+            if rel == "owned_by" and _CREATED_BY.search(match.group()) and all(r[0].type == "code" for r in rights):
+                rel, reverse = "produces", True  # "tables are created by `read()`": code makes, owns nothing
             if rel == "produces" and reverse and _CREATED.match(match.group()):
                 code = [r for r in rights if r[0].type == "code"]  # "created by Guido": no product
                 if not code:
@@ -391,19 +420,20 @@ def pattern_relations(chunk, mentions, context):
                 continue  # "the two supported by Django are X": Django is no subject (an apposition may be)
             used.add((t_start, t_end))
             lefts = complements or (_left_list(group, left, masked, s_start) if (
-                reverse or rel in ("causes", "uses", "produces", "part_of")
-            ) and not _PARTICIPLE.match(match.group()) else [left])
+                reverse and rel != "is_a" or rel in ("causes", "uses", "produces", "part_of")
+            ) and not _PARTICIPLE.match(match.group()) else [left])  # "music, and composers such as X": X is a composer only
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
                     src, dst = (right, l) if reverse else (l, right)
-                    if src.norm == dst.norm:
-                        continue
+                    if src.norm == dst.norm or _bare_kind(src):
+                        continue  # "A module to generate X": which module, the sentence does not say
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_titled_names(group, masked, sentence))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
+            found.extend(_code_in_container(group, masked, sentence))
         if " in " in sentence or " on " in sentence or " near " in sentence or " of " in sentence:
             found.extend(_kind_in_place(group, masked, sentence))
         if ", " in sentence:
@@ -422,6 +452,12 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_capitals(group, masked, sentence))
         if "dd" in sentence or "ppend" in sentence or "nsert" in sentence or "emov" in sentence or "elet" in sentence:
             found.extend(_added_to(group, masked, sentence, s_start, s_end))
+        if " other " in sentence:
+            found.extend(_and_others(group, masked, sentence, s_start))
+        if "option" in sentence or "setting" in sentence or "variable" in sentence or "parameter" in sentence or "flag" in sentence:
+            found.extend(_option_sets(group, masked, sentence))
+        if " ha" in sentence:
+            found.extend(_has_members(group, masked, sentence))
         if ":" in sentence or _THERE_ARE.match(sentence):
             found.extend(_colon_lists(group, masked, sentence))
         if "he " in sentence:
@@ -553,13 +589,13 @@ _AFTER_PREPOSITION = re.compile(
     })) + r")\s+(?:the\s+|an?\s+)?$"
 )
 # The same, past a possessive or a determiner and one modifier: "in its main courtyard".
-_PP_OBJECT = re.compile(_AFTER_PREPOSITION.pattern[: -len(r"(?:the\s+|an?\s+)?$")] + r"(?:(?:the|an?|its|their|his|her)\s+(?:[a-z-]+\s+)?)?$")
+_PP_OBJECT = re.compile(_AFTER_PREPOSITION.pattern[: -len(r"(?:the\s+|an?\s+)?$")] + r"(?:(?:the|an?|its|their|his|her|your|our|my)\s+(?:[a-z-]+\s+)?)?$")
 
 
 # A participle with no copula hangs on the noun right before it ("software and applications
 # written in Python": the applications are).
 _PARTICIPLE = re.compile(r"(?:[a-z]+ed|written|built|found|known|made|run)\b")
-_NOT_FINITE = frozenset("found known built powered such like as originally also often commonly aka called".split())
+_NOT_FINITE = frozenset("found known built written powered such like as originally also often commonly aka called".split())
 
 
 def _finite(trigger):
@@ -575,6 +611,9 @@ _PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
 _RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
+# A copula after the comma that closes an insertion, before a participle: "X, located in
+# Paris, was designed by".
+_COPULA_AFTER_INSERTION = re.compile(r"^\)?\s*,\s*(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?$")
 
 
 def _left_of(group, position, masked, ends=None, finite=False):
@@ -592,10 +631,12 @@ def _left_of(group, position, masked, ends=None, finite=False):
         described = _described(group, best, masked)
         if described is not best:
             return described, 1  # "X is an insect that lives in colonies": X does
-    if _APPOSITION_END.match(between) and index:
-        head = _apposition_head(group, index, masked)
+    if (_APPOSITION_END.match(between) or not finite and _COPULA_AFTER_INSERTION.match(between)) and index:
+        head = _apposition_head(group, index, masked) or _apposition_subject(group, index, masked, group[0].start)
         if head is not None:
-            return head, 1  # "Django, being a web framework, needs": Django needs
+            # "Django, being a web framework, needs": Django needs; "Tokyo, the capital of
+            # Japan, is", "the tower, located in Paris, was designed by": Tokyo, the tower
+            return head, 1
     between = between[1:] if between.startswith(")") else between  # "X (Y) is": Y
     if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between) or best.type in ("DATE", "version") and re.fullmatch(
         r"\s+(?:and|but)\s+(?:\w+\s+)?", between
@@ -630,7 +671,7 @@ def _left_of(group, position, masked, ends=None, finite=False):
 
 # What opens an insertion the verb after it skips: "being ...", a participle ("specified by")
 # or another name ("Zstandard, or zstd as short version, is").
-_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|or\s)")
+_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|(?:written|built|made|known|found|born|held|kept|seen)\s|or\s)")
 
 
 def _apposition_head(group, index, masked):
@@ -696,6 +737,7 @@ def _described(group, left, masked):
     return group[i - 1]
 
 
+_NUMBER_COMMA = re.compile(r"(?<=\d),(?=\d{3})")  # "over 2,900 reefs": a number's comma parts nothing
 _GAP_PREPOSITION = re.compile(r"\w\s+(?:for|in|on|at|with|from|by|to|into|about|over|under|through)\s")
 
 
@@ -714,7 +756,7 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
         return result
     if _GAP_PREPOSITION.search(between):
         return result  # "used in subsequent installs for the same X": the object was no mention
-    if "," in between and not (
+    if "," in _NUMBER_COMMA.sub("", between) and not (
         _ADJECTIVE_SERIES.fullmatch(between) and all(word_class(w.lower()) == "adj" for w in between.replace(",", " ").split())
     ):
         return result  # a comma parts only coordinate adjectives: "is the new, asynchronous-friendly standard"
@@ -730,8 +772,13 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
     previous = first
     clause = s_start is not None and _SUBORDINATE.match(masked, s_start) and "," not in masked[s_start:position]
     rest = group[i + 1 :]
+    version_end = None
     for k, m in enumerate(rest):
-        between = masked[previous.end : m.start]
+        between = masked[(version_end or previous.end) : m.start]
+        if m.type == "version" and version_end is None and previous.type != "version" and not between.strip():
+            version_end = _VERSION_FLOOR.match(masked, m.end).end()
+            continue  # "requires CMake 3.10 or newer and a C compiler": the version goes with CMake
+        version_end = None
         if "(" in between and ")" not in between[between.rfind("(") :]:
             continue  # inside a parenthesis after an item: "RFC 7159 (which obsoletes RFC 4627) and ECMA-404"
         if m.type == "concept" and _KIND_WORD.fullmatch(m.name.lower()) and (
@@ -754,6 +801,7 @@ def _rights_of(group, position, masked, s_end, starts=None, s_start=None):
 
 
 _APPOSED = re.compile(r"\s*,\s*(?:an?|the)\s+")
+_VERSION_FLOOR = re.compile(r"(?:\s+or\s+(?:newer|later|higher|above|greater|better))?")
 _BARE_AND = re.compile(r"\s+and\s+")
 
 
@@ -844,6 +892,72 @@ def _named_kinds(group, masked, sentence):
             and not masked[a.end : b.start].strip() and _THE.search(masked, max(0, a.start - 5), a.start)
         ):
             found.append(RelationCandidate(a, b, "is_a", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+def _bare_kind(m):
+    """A kind noun alone ("module", "the library"), no pronoun resolved: it names no one thing."""
+    return m.type == "concept" and m.name.lower() in KIND_NOUNS and not m.features.get("coref")
+
+
+# "has a `session` attribute": a verb of having, then code and its kind of member.
+_HAS = re.compile(r"\b(?:has|have|had|having)\s+(?:(?:an?|the|its|their|its\s+own|their\s+own)\s+)?$")
+_MEMBER_AFTER = re.compile(r"\s+(?:attribute|method|field|property|member)s?\b")
+
+
+def _has_members(group, masked, sentence):
+    """The attribute, method or field a thing has is part of it: "Every `Flood` object has
+    a `level` attribute" (the member named by code, its kind of member after it)."""
+    found = []
+    for i, b in enumerate(group):
+        if i == 0 or b.type != "code" or not _MEMBER_AFTER.match(masked, b.end):
+            continue
+        has = _HAS.search(masked, group[i - 1].end, b.start)
+        if has is None:
+            continue
+        left, _ = _left_of(group, has.start(), masked, finite=True)
+        if left is None or left is b or left.type in ("version", "DATE", "step"):
+            continue
+        members = [b]
+        for m in group[i + 1 :]:  # "a `level` attribute and a `rise()` method"
+            kind = _MEMBER_AFTER.match(masked, members[-1].end)
+            if m.type != "code" or kind is None or not _COORD.match(masked[kind.end() : m.start]) or not _MEMBER_AFTER.match(masked, m.end):
+                break
+            members.append(m)
+        found.extend(RelationCandidate(m, left, "part_of", 0.7, 1.0, sentence, "patterns") for m in members if m.norm != left.norm)
+    return found
+
+
+# "The `listen_port` option sets the port": code, its kind of setting, and what it decides.
+_OPTION_SETS = re.compile(
+    r"\s+(?:option|setting|parameter|flag|argument|(?:environment\s+)?variable)\s+(?:sets|controls|determines|specifies"
+    r"|configures|selects|chooses|defines|changes)\s+(?:(?:the|an?|which|how\s+many|how\s+much|whether)\s+)?(?:[a-z-]+\s+)?$"
+)
+
+
+def _option_sets(group, masked, sentence):
+    """What an option, setting or variable is said to set or control is configured via it:
+    "The `listen_port` option sets the port the gateway listens on"."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if a.type == "code" and b.type not in ("version", "DATE", "step") and _OPTION_SETS.fullmatch(masked, a.end, b.start):
+            found.append(RelationCandidate(b, a, "configured_via", 0.7, 1.0, sentence, "patterns"))
+    return found
+
+
+_AND_OTHER = re.compile(r"\s*,?\s*(?:and|or)\s+(?:many\s+|several\s+|some\s+)?other\s+(?:[a-z-]+\s+)?$")
+
+
+def _and_others(group, masked, sentence, s_start):
+    """``oxygen, nitrogen and other gases``: the things listed before "and other" are each
+    one of the kind after it."""
+    found = []
+    for i, (a, b) in enumerate(zip(group, group[1:])):
+        if b.type != "concept" or a.type in ("version", "DATE", "step") or not _AND_OTHER.fullmatch(masked, a.end, b.start):
+            continue
+        for m in _left_list(group, a, masked, s_start):
+            if m.type not in ("version", "DATE", "step") and m.norm != b.norm:
+                found.append(RelationCandidate(m, b, "is_a", 0.6, 1.0, sentence, "patterns"))
     return found
 
 
@@ -1044,6 +1158,34 @@ def _place_in_place(group, masked, sentence):
     ]
 
 
+# "the `dumps()` function in the `json` module", "`gateway_connected_stations` in the Platform
+# dashboard": code, its kind word, "in", and what holds it.
+_CODE_IN = re.compile(r"\s*(?:(?:function|class|method|attribute|option|setting|variable|field|key|constant|parameter|command|flag|exception|decorator|type)s?\s+)?in\s+(?:the\s+|your\s+|its\s+)?")
+_CODE_KIND_BEFORE_IN = re.compile(r"\s*(?:function|class|method|attribute|option|setting|variable|field|key|constant|parameter|command|flag|exception|decorator|type)s?\s+in\b")
+_CONTAINER = re.compile(r"(?:module|package|library|file|section|class|directory|folder|dashboard|panel|menu|page|tab|dialog|sidebar|toolbar|table|namespace)s?$")
+_FILE_NAME = re.compile(r"\w\.[a-z]{1,5}$|/$")  # "settings.py", "docs/": a file or directory holds what is in it
+_CONTAINER_AFTER = re.compile(r"\s+(?:module|package|library|file|section|class|directory|folder|dashboard|panel|menu|page|tab|dialog|sidebar|toolbar|table|namespace)\b")
+
+
+def _code_in_container(group, masked, sentence):
+    """Code "in" the module, file, section or screen that holds it is part of it: "the
+    `dumps()` function in the `json` module", "`Path` class in `pathlib`", "watch `X` in the
+    Platform dashboard" (what holds it named by a container's kind, or the code's kind named)."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if a.type != "code" or b.type in ("version", "DATE", "step") or a.norm == b.norm:
+            continue
+        if b.type == "concept" and not (" " in b.name and _CONTAINER.search(b.name.lower())):
+            continue  # "in the Platform dashboard", not "in the background"
+        if not _CODE_IN.fullmatch(masked, a.end, b.start):
+            continue
+        if _CONTAINER.search(b.name.lower()) or _CONTAINER_AFTER.match(masked, b.end) or _FILE_NAME.search(b.name) or (
+            b.type == "code" and _CODE_KIND_BEFORE_IN.match(masked, a.end)
+        ):
+            found.append(RelationCandidate(a, b, "part_of", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
 # "a city in southern Norway", "a town on the coast of Peru": a locative preposition after
 # the kind a copula or an apposition gives, past one modifier and "the X of" chains.
 _IN_PLACE = re.compile(r"\s+(?:in|on|near)\s+(?:the\s+)?(?:[a-z]+(?:-[a-z]+)*\s+)?")
@@ -1223,10 +1365,14 @@ def structural_relations(chunk, mentions, context):
         if b.features.get("step") == a.features.get("step", 0) + 1:
             found.append(RelationCandidate(a, b, "precedes", 0.9, 1.0, chunk.text[a.start : a.end], "structure"))
     found.extend(_qualified_names(chunk, mentions, subject))
+    if "Default:" in chunk.text:
+        found.extend(_setting_entries(chunk, mentions))
     if subject is None:
         return found
     found.extend(_configuration(chunk, mentions, subject, context))
     found.extend(_byline(chunk, mentions, subject))
+    if subject.type == "code" and ".. " in chunk.text:
+        found.extend(_directive_members(chunk, mentions, subject))
     named = [
         m for m in outer_mentions(mentions)
         if m.type not in ("concept", "version", "DATE", "step") and m.norm != subject.norm
@@ -1240,6 +1386,55 @@ def structural_relations(chunk, mentions, context):
             for m in named:
                 if a <= m.start < b:
                     found.append(RelationCandidate(subject, m, rel, weight, 1.0, m.snippet, "structure"))
+    return found
+
+
+# A setting's entry in a reference: its name alone on a line, "Default: ..." after it, then
+# what it decides: "Whether to store the CSRF token in the session", "The age of the cookie".
+_SETTING_ENTRY = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]+)?`?([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`?[ \t]*\n(?:[ \t]*\n)*[ \t]*Default:[^\n]*\n(?:[ \t]*\n)*"
+    r"[ \t]*(?:Whether(?:\s+or\s+not)?\s+to\s+[a-z]+\s+|The\s+[a-z]+\s+of\s+)(?:(?:the|an?|its|their)\s+)?",
+    re.M,
+)
+
+
+def _setting_entries(chunk, mentions):
+    """What a setting's entry says it decides is configured via the setting: under
+    "### `CSRF_USE_SESSIONS`", "Default: `False`", "Whether to store the CSRF token in
+    ..." the CSRF token is; "The age of CSRF cookies" names the cookies."""
+    found = []
+    for entry in _SETTING_ENTRY.finditer(chunk.text):
+        start, end = entry.span(1)
+        setting = next((m for m in mentions if m.type == "code" and m.start is not None and m.start <= start < m.end), None)
+        target = min(
+            (m for m in mentions if m.start is not None and m.start >= entry.end() and m.type not in ("DATE", "version", "step")),
+            key=lambda m: (m.start, -m.length), default=None,
+        )
+        if setting is None or target is None or target.start != entry.end() or target.norm == setting.norm:
+            continue
+        found.append(RelationCandidate(target, setting, "configured_via", 0.8, 1.0, chunk.text[entry.start() : entry.end()].strip(), "structure"))
+    return found
+
+
+# A reStructuredText description of one object: ".. class:: Flood(level)", ".. function:: ebb()".
+_DIRECTIVE_ITEM = re.compile(
+    r"^[ \t]*\.\.[ \t]+(?:py:)?(?:class|function|exception|data|decorator|attribute|method|classmethod|staticmethod)::[ \t]+([A-Za-z_][\w]*)(?![\w.])",
+    re.M,
+)
+
+
+def _directive_members(chunk, mentions, subject):
+    """What a module's page documents with a directive of its own (".. class:: Flood" on
+    the page of ``heron``) is part of that module, whatever the name looked like in the
+    line ("copyfile" reads as a word: the directive says it is code); a dotted name is left to
+    ``_qualified_names`` ("Flood.rise" is part of Flood)."""
+    found = []
+    for item in _DIRECTIVE_ITEM.finditer(chunk.text):
+        start, end = item.span(1)
+        for m in mentions:
+            if m.type not in ("step", "DATE", "version") and m.start is not None and m.start <= start < m.end and m.norm != subject.norm:
+                found.append(RelationCandidate(m, subject, "part_of", 0.8, 1.0, item.group(0).strip(), "structure"))
+                break
     return found
 
 
@@ -1338,6 +1533,18 @@ def _seealso_spans(text):
 # Co-occurrence
 
 
+def _names_of_kinds(mentions, outer):
+    """``(phrase, name)``: the names inside an outer "name and kind noun" phrase ("a WSGI
+    library"), things of their own, that co-occur with the sentence as the phrase does."""
+    phrases = [p for p in outer if p.type == "concept" and " " in p.name]
+    if not phrases:
+        return []
+    return [
+        (p, m) for m in mentions if m.type == "name" and m.start is not None
+        for p in phrases if p is not m and _name_and_kind(p, m)
+    ]
+
+
 def cooccurrence_relations(chunk, mentions, context):
     """``related_to`` between neighbouring mentions of a sentence, weighted by proximity.
 
@@ -1351,7 +1558,8 @@ def cooccurrence_relations(chunk, mentions, context):
     window = context.settings.cooccurrence_window
     found = []
     groups = {}
-    for m in outer_mentions(mentions):
+    outer = outer_mentions(mentions)
+    for m in outer:
         if m.type == "step":
             continue
         groups.setdefault(m.sentence, []).append(m)
@@ -1370,6 +1578,12 @@ def cooccurrence_relations(chunk, mentions, context):
                 gap = _gap_words(masked[a.end : b.start]) if b.start >= a.end else 0
                 weight = 0.5 if min(a.score, b.score) >= 0.7 else 0.35
                 found.append(RelationCandidate(a, b, "related_to", weight, 1.0 / (1.0 + 0.1 * gap), sentence, "cooccurrence"))
+    twins = _names_of_kinds(mentions, outer)
+    if twins:  # "a WSGI library": WSGI co-occurs with what the phrase does
+        found += [
+            RelationCandidate(name if c.src is phrase else c.src, name if c.dst is phrase else c.dst, c.rel, c.weight, c.proximity, c.sentence, c.extractor)
+            for phrase, name in twins for c in list(found) if (c.src is phrase or c.dst is phrase) and name.norm not in (c.src.norm, c.dst.norm)
+        ]
     return found
 
 

@@ -204,6 +204,17 @@ def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
     ]
 
 
+def test_a_kind_noun_after_a_name_is_a_kind_with_a_but_the_name_with_the():
+    found = names(mentions_of("Heron is a WSGI library. Use the Basin toolkit.", extractors=(extraction.concept_mentions,)))
+    assert ("WSGI library", "concept") in found  # a kind of library
+    found = names(mentions_of("It lets your Heron site serve pages.", extractors=(extraction.concept_mentions,)))
+    assert ("Heron site", "concept") in found  # a possessive too: a site of yours, built with Heron
+    assert not [n for n, _ in found if "toolkit" in n]  # "the Basin toolkit" is Basin
+    # The name stays a thing of its own, not a modifier ("Python users" drops Python).
+    assert ("Tide", "name") in names(mentions_of("Heron is a Tide library for parsing."))
+    assert ("Tide library", "concept") in names(mentions_of("Heron is a Tide library for parsing."))
+
+
 def test_a_possessive_ends_its_phrase():
     text = "Sellers keep the kernel’s page cache warm, and the library's build system reads Oracle's manual."
     assert [(m.surface, m.name, m.type) for m in mentions_of(text)] == [
@@ -282,6 +293,13 @@ def test_steps():
     ]
 
 
+def test_a_step_keeps_the_phrases_inside_it():
+    text = "1. Issue a certificate.\n2. Watch `stations` in the Platform dashboard for an hour.\n"
+    found = names(mentions_of(text))
+    assert ("Platform dashboard", "concept") in found and ("stations", "code") in found
+    assert ("Platform", "name") not in found  # a name used as a modifier inside the phrase
+
+
 def test_sentences_split_on_indentation_and_not_on_initials():
     text = "   global interpreter lock\n      The mechanism used by CPython.\nFred L. Drake wrote it."
     analysis = Analysis(text)
@@ -358,6 +376,11 @@ def test_a_plural_or_possessive_title_names_no_subject():
     assert subject_mention("Relay").name == "Relay"
     assert subject_mention("Kyoto").name == "Kyoto"
     assert subject_mention("Harbor relays").name == "Harbor relays"
+
+
+def test_the_before_a_noun_phrase_title_is_no_part_of_its_subject():
+    assert subject_mention("The Basin query language").name == "Basin query language"
+    assert subject_mention("The Tide Atlas").name == "The Tide Atlas"  # a title, every word capitalised
 
 
 
@@ -1253,6 +1276,13 @@ def test_where_a_thing_comes_from_is_no_part_of_its_kind():
     found = names(mentions_of("Hal Brook was a Welsh-born potter and the Leeds-based mill sold his jugs."))
     assert ("potter", "concept") in found and ("mill", "concept") in found
     assert not [n for n, _ in found if "born" in n.lower() or "based" in n.lower()]
+
+
+def test_a_peoples_adjective_is_no_part_of_a_kind_of_person():
+    found = names(mentions_of("Hal Brook was a Moroccan potter. The Swedish glass sold well. Run the Debian installer."))
+    assert ("potter", "concept") in found and ("Moroccan", "name") not in found and ("Moroccan potter", "concept") not in found
+    assert ("Swedish glass", "concept") in found  # a thing's origin may be its kind
+    assert ("Debian installer", "concept") in found  # a name's, not a people's
 
 
 def test_an_opening_gerund_of_a_verb_takes_an_object():
