@@ -150,10 +150,30 @@ def wrap_connection(conn):
     return sqlite_utils.Database(conn, execute_plugins=False)
 
 
+def _refuse_other_databases(db, path):
+    """Raise ``NotADatabase`` for an SQLite file whose tables are someone else's (no
+    ``docs`` or ``chunks``): only a command that creates a database adds graphrag's."""
+    tables = [
+        name
+        for (name,) in db.execute(
+            "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name"
+        )
+    ]
+    if tables and not {"docs", "chunks"} & set(tables):
+        db.conn.close()
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        raise NotADatabase(
+            f"{path} is an SQLite database but not a graphrag one (its tables: {shown}); "
+            "it is left as it was: give -d a graphrag database file, or create one with "
+            "'llm graphrag ingest FOLDER -d NEW.db'"
+        )
+
+
 def open_database(path, create=True):
     """Return a ``sqlite_utils.Database`` for ``path`` with the graphrag schema applied.
 
-    With ``create=False`` a missing file is an error rather than a new database.
+    With ``create=False`` a missing file, or an SQLite file with other tables and none of
+    graphrag's, is an error rather than a new database.
     """
     from .schema import ensure_schema
 
@@ -163,6 +183,8 @@ def open_database(path, create=True):
         )
     try:
         db = sqlite_utils.Database(connect(path))
+        if not create:
+            _refuse_other_databases(db, path)
         ensure_schema(db)
     except sqlite3.DatabaseError as ex:
         if type(ex) is not sqlite3.DatabaseError:  # locked, constraint: not about the file

@@ -89,6 +89,22 @@ def test_a_file_that_is_no_database_is_a_clear_error_and_stays_as_it_was(tmp_pat
     assert path.read_text() == "hello\n"
 
 
+@pytest.mark.parametrize("command", [["status"], ["dense"], ["query", "tea"], ["extract"]])
+def test_an_sqlite_file_of_other_tables_is_a_clear_error_and_gets_no_graphrag_tables(tmp_path, command):
+    path = tmp_path / "notes.db"
+    conn = stdlib_sqlite3.connect(path)
+    conn.execute("create table notes (id integer primary key, body text)")
+    conn.execute("insert into notes (body) values ('keep me')")
+    conn.commit()
+    conn.close()
+    result = run(["graphrag", *command, "-d", str(path)])
+    assert result.exit_code == 1, result.output
+    assert f"Error: {path} is an SQLite database but not a graphrag one (its tables: notes)" in result.output
+    conn = stdlib_sqlite3.connect(path)
+    assert conn.execute("select name from sqlite_master").fetchall() == [("notes",)]
+    assert conn.execute("select body from notes").fetchall() == [("keep me",)]
+
+
 def test_stdlib_sqlite_without_extension_support_gets_one_sentence():
     conn = stdlib_sqlite3.connect(":memory:")
     if hasattr(conn, "enable_load_extension"):
