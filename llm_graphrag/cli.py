@@ -676,10 +676,9 @@ def dense(database, drop, workers, as_json):
         try:
             show_bar = not as_json and sys.stderr.isatty()
             if show_bar:
-                with click.progressbar(
-                    length=len(missing_chunks(db)), label="Embedding chunks", file=sys.stderr
-                ) as bar:
-                    result = embed_chunks(db, progress=bar.update, workers=workers)
+                missing = missing_chunks(db)
+                with click.progressbar(length=len(missing), label="Embedding chunks", file=sys.stderr) as bar:
+                    result = embed_chunks(db, progress=bar.update, workers=workers, missing=missing)
             else:
                 result = embed_chunks(db, workers=workers)
         except MiniLMUnavailable as ex:

@@ -67,10 +67,11 @@ def missing_chunks(db):
     ]
 
 
-def embed_chunks(db, progress=None, batch=BATCH, workers=None):
+def embed_chunks(db, progress=None, batch=BATCH, workers=None, missing=None):
     """Give every chunk of ``db`` (a ``sqlite_utils.Database``) its dense vector.
 
-    Chunks that have one are skipped, so an interrupted run goes on where it stopped
+    Chunks that have one are skipped (``missing``: their ids if the caller has them
+    already, from ``missing_chunks``), so an interrupted run goes on where it stopped
     (each batch is committed). Batches are encoded in ``workers`` forked processes
     (default: one per CPU for runs of two batches or more; 0: here) while this one
     writes. ``progress(n)`` is told each batch's size. Returns ``{"embedded": n,
@@ -86,7 +87,7 @@ def embed_chunks(db, progress=None, batch=BATCH, workers=None):
         _ensure_collection(db)
         _ensure_cleanup(db)
         set_setting(db, SETTING, MODEL_ID)
-    ids = missing_chunks(db)
+    ids = missing_chunks(db) if missing is None else missing
     batches = [ids[start : start + batch] for start in range(0, len(ids), batch)]
 
     def rows():
