@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 import pytest
 import pytest_asyncio
@@ -25,6 +26,7 @@ import datasette_graphrag
 from datasette_graphrag.links import render_link
 from datasette_graphrag.pages import entity_page, explore_page
 from llm_graphrag.db import open_database
+from llm_graphrag.db import sqlite3 as graphrag_sqlite3
 from llm_graphrag.extraction import normalize
 
 SAMPLE_CORPUS = pathlib.Path(__file__).parent.parent / "sample-corpus"
@@ -640,6 +642,23 @@ def expand_tidepool_and_a_neighbour(page, base):
     page.mouse.move(1, 1)  # a hovered node shows its label even where it has no room
 
 
+def explore_an_entity_with_cooccurrence(page, base, path):
+    """The explorer on the entity of the served graph that has a co-occurrence edge and,
+    among those, relations of the most types: what its legend and edge styles show. Read
+    with the server's own SQLite module: another library's close in this process would drop
+    the file locks of the server's connections (sqlite.org/howtocorrupt.html, 2.2)."""
+    conn = graphrag_sqlite3.connect(path)
+    (name,) = conn.execute(
+        "select e.name from entities e join relations r on e.id in (r.src_id, r.dst_id) "
+        "group by e.id having sum(r.rel = 'related_to') > 0 "
+        "order by count(distinct r.rel) desc, e.id limit 1"
+    ).fetchone()
+    conn.close()
+    page.goto(f"{base}/graphrag/-/graphrag/explore?" + urllib.parse.urlencode({"entity": name}))
+    wait_for_layout(page)
+    page.mouse.move(1, 1)
+
+
 VISIBLE_LABELS = """() => [...document.querySelectorAll('#graphrag-graph text')]
     .filter(t => getComputedStyle(t).display !== 'none' && getComputedStyle(t).visibility === 'visible')
     .map(t => { const r = t.getBoundingClientRect();
@@ -666,8 +685,8 @@ def test_explorer_labels_do_not_overlap_after_expansion(sample_server, page):
 
 
 def test_explorer_legend_names_entity_and_relation_types(sample_server, page):
-    base, _ = sample_server
-    expand_tidepool_and_a_neighbour(page, base)
+    base, path = sample_server
+    explore_an_entity_with_cooccurrence(page, base, path)
     node_types = page.locator(".graphrag-node-entity").evaluate_all(
         "ns => ns.map(n => n.dataset.type || 'untyped')"
     )
@@ -693,8 +712,8 @@ def test_explorer_legend_names_entity_and_relation_types(sample_server, page):
 
 
 def test_explorer_draws_cooccurrence_edges_dashed(sample_server, page):
-    base, _ = sample_server
-    expand_tidepool_and_a_neighbour(page, base)
+    base, path = sample_server
+    explore_an_entity_with_cooccurrence(page, base, path)
     dashes = page.locator(".graphrag-edge").evaluate_all(
         "es => es.map(e => [e.dataset.type, getComputedStyle(e.querySelector('line')).strokeDasharray])"
     )
