@@ -362,12 +362,16 @@ def query(text, database, k, hops, rels, mode, as_json):
         click.echo(f"   ({why})")
     if result["edges"]:
         names = {e["id"]: e["name"] for e in result["entities"]}
+
+        def end(edge, key):
+            # a mention joins an entity to a chunk, the adjacent bridge two chunks
+            if edge.get("kind") == "adjacent" or (edge.get("kind") == "mention" and key == "dst"):
+                return f"chunk {edge[key]}"
+            return names.get(edge[key], edge[key])
+
         click.echo("Edges:")
         for edge in result["edges"][:20]:
-            click.echo(
-                f"  {names.get(edge['src'], edge['src'])} --{edge['rel']}--> "
-                f"{names.get(edge['dst'], edge['dst'])}"
-            )
+            click.echo(f"  {end(edge, 'src')} --{edge['rel']}--> {end(edge, 'dst')}")
 
 
 @graphrag.command()

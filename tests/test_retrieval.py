@@ -990,3 +990,26 @@ def test_series_neighbours_and_back_references():
     assert _series_neighbours("/c/notes.txt") == (None, None)
     assert _refers_back("He resigned in 1998. Then the board met.")
     assert not _refers_back("The board met. He resigned.")
+
+
+def test_the_query_command_names_chunk_ends_as_chunks(story):
+    from click.testing import CliRunner
+    from llm.cli import cli
+
+    path = story.execute("select file from pragma_database_list where name = 'main'").fetchone()[0]
+    result = CliRunner().invoke(cli, ["graphrag", "query", "Who founded the Harbour Choir in Tromsø?", "-d", path])
+    assert result.exit_code == 0, result.output
+    assert "  chunk 1 --NEXT_CHUNK--> chunk 2\n" in result.output
+
+
+def test_the_query_command_names_a_mentions_chunk_as_a_chunk(db):
+    from click.testing import CliRunner
+    from llm.cli import cli
+
+    path = db.execute("select file from pragma_database_list where name = 'main'").fetchone()[0]
+    result = CliRunner().invoke(cli, ["graphrag", "query", QUESTION, "-d", path])
+    assert result.exit_code == 0, result.output
+    edges = result.output.split("Edges:\n")[1].splitlines()
+    # chunk 5, not entity 5 ("region"): a mention's far end is a chunk
+    assert edges == ["  lake --MENTIONED_IN--> chunk 1", "  reservoir --is_a--> lake",
+                     "  reservoir --MENTIONED_IN--> chunk 5"]
