@@ -40,6 +40,7 @@ from .retrieval import (
     _best_sentence,
     _lemma,
     _Query,
+    by_fit,
     query_words,
     relation_kind,
 )
@@ -180,6 +181,7 @@ def _label(name):
 # row by row (HNSW inserts, full-text documents), and are kept up to date afterwards.
 RANGE_INDEXES = [
     "CREATE INDEX FOR (d:Document) ON (d.id)",
+    "CREATE INDEX FOR (d:Document) ON (d.path)",  # the adjacent bridge finds a series neighbour by path
     "CREATE INDEX FOR (c:Chunk) ON (c.id)",
     "CREATE INDEX FOR (c:Chunk) ON (c.doc_id)",
     "CREATE INDEX FOR (e:__Entity__) ON (e.id)",
@@ -1191,9 +1193,38 @@ class _FalkorQuery(_Query):
         if "relations" in via and bridges and options.hops >= 2:
             self._relation_candidates(bridges, candidates)
         term_scores = self._term_candidates(seed, candidates) if "terms" in via else {}
+        if "adjacent" in via:
+            for chunk_id in self._adjacent_candidates(seed):
+                candidates[chunk_id] = {"kind": "adjacent", "hops": 1, "factor": 1.0, "rel": "NEXT_CHUNK"}
         if fused_only:
             candidates = {c: path for c, path in candidates.items() if c in self.relevance}
         return candidates, term_scores
+
+    # what ``_Query._adjacent_candidates`` reads, in Cypher
+
+    def _chunk_place(self, chunk_id):
+        rows = self.read(
+            "MATCH (d:Document)-[:PART_OF]->(c:Chunk {id: $id}) MATCH (d)-[:PART_OF]->(x:Chunk) "
+            "RETURN c.doc_id, c.seq, d.path, max(x.seq)",
+            {"id": chunk_id},
+        )
+        return tuple(rows[0]) if rows else None
+
+    def _chunk_at(self, doc_id, seq):
+        rows = self.read("MATCH (c:Chunk) WHERE c.doc_id = $doc AND c.seq = $seq RETURN c.id", {"doc": doc_id, "seq": seq})
+        return rows[0][0] if rows else None
+
+    def _end_chunk(self, path, last):
+        rows = self.read(
+            "MATCH (d:Document {path: $path})-[:PART_OF]->(c:Chunk) "
+            f"RETURN c.id ORDER BY c.seq {'DESC' if last else 'ASC'} LIMIT 1",
+            {"path": path},
+        )
+        return rows[0][0] if rows else None
+
+    def _chunk_text(self, chunk_id):
+        rows = self.read("MATCH (c:Chunk {id: $id}) RETURN c.content", {"id": chunk_id})
+        return rows[0][0] if rows else ""
 
     def _relation_candidates(self, bridges, candidates):
         options = self.options
@@ -1289,8 +1320,7 @@ class _FalkorQuery(_Query):
             + fit.get("cosine", 0.0) * (matrix @ target)
             + fit.get("entities", 0.0) * np.array([overlap.get(c, 0.0) for c in ids])
         ) * np.array([candidates[c]["factor"] for c in ids])
-        scored = sorted(zip(values.tolist(), ids), key=lambda item: (-item[0], item[1]))
-        return [(chunk_id, dict(candidates[chunk_id], fit=value)) for value, chunk_id in scored]
+        return by_fit(candidates, ids, values)
 
     def _vectors(self, ids):
         if not ids:

@@ -331,3 +331,44 @@ async def test_mcp_server_backend_option(synced, sample_db, server, tmp_path):
     )
     assert result.exit_code == 1
     assert result.output.startswith("Error: FalkorDB has no graph 'missing': create it with 'llm graphrag sync")
+
+
+# Passages in numbered files, as ``llm graphrag eval`` writes an ordered corpus: the second
+# refers back to the first ("She"), the last to the one before it ("They"); the others
+# match the questions' words better than those two do, so the graph brings them.
+STORY = [
+    "Marta Lindqvist founded the Harbour Choir in Tromsø.",
+    "She later moved to Bergen to teach composition.",
+    "The Tromsø cathedral choir sings at Easter.",
+    "A sailing club was founded in Tromsø in 1902.",
+    "The port office printed new visitor maps this year.",
+    "Printed forms wait at the port office desk.",
+    "The tide tables list the ferry times for each pier.",
+    "They are printed every spring by the port office.",
+]
+
+
+def test_the_adjacent_bridge_reads_the_same_neighbours_from_falkordb(server, tmp_path, user_path):
+    from llm_graphrag.ingest import ingest_docs
+
+    folder = tmp_path / "story"
+    folder.mkdir()
+    for number, text in enumerate(STORY):
+        (folder / f"{number:05d}.txt").write_text(text + "\n")
+    db = open_database(tmp_path / "story.db")
+    assert ingest_docs(db, [str(folder)]).errors == []
+    url = server.url("story")
+    sync(db, url)
+    chunk = dict(db.execute("select d.path, c.id from chunks c join docs d on d.id = c.doc_id").fetchall())
+    numbered = [chunk[str(folder / f"{n:05d}.txt")] for n in range(len(STORY))]
+    for question, seed, neighbour in (
+        ("Who founded the Harbour Choir in Tromsø?", numbered[0], numbered[1]),  # the one after refers back
+        ("When are they printed by the port office?", numbered[7], numbered[6]),  # the seed refers back
+    ):
+        arguments = {"q": question, "k": 8, "mode": "graph"}
+        expected = call_tool(db, "hybrid_query", arguments)
+        actual = backends.call_backend_tool(url, "hybrid_query", arguments)
+        vias = {c["id"]: c.get("via") for c in expected["chunks"]}
+        assert vias[neighbour] == {"kind": "adjacent", "seed": seed, "rel": "NEXT_CHUNK", "hops": 1}
+        assert {"src": seed, "dst": neighbour, "rel": "NEXT_CHUNK", "kind": "adjacent"} in actual["edges"]
+        assert rounded(actual) == rounded(expected), question
