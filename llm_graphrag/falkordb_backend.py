@@ -1222,10 +1222,6 @@ class _FalkorQuery(_Query):
         )
         return rows[0][0] if rows else None
 
-    def _chunk_text(self, chunk_id):
-        rows = self.read("MATCH (c:Chunk {id: $id}) RETURN c.content", {"id": chunk_id})
-        return rows[0][0] if rows else ""
-
     def _relation_candidates(self, bridges, candidates):
         options = self.options
         reached = {}

@@ -99,6 +99,7 @@ RESCORE_WEIGHTS = {
     "heading": 0.3000,
     "code": 0.3000,
 }
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NGRAM = 3
 
@@ -769,10 +770,11 @@ class _Query:
             before = self._end_chunk(series[0], last=True)
         if after is None and seq == last and series[1]:
             after = self._end_chunk(series[1], last=False)
+        rows = self._chunk_rows([c for c in (seed, after) if c is not None])
         found = []
-        if before is not None and _refers_back(self._chunk_text(seed)):
+        if before is not None and _refers_back(rows[seed]["content"]):
             found.append(before)
-        if after is not None and _refers_back(self._chunk_text(after)):
+        if after is not None and _refers_back(rows[after]["content"]):
             found.append(after)
         return found
 
@@ -796,10 +798,6 @@ class _Query:
             [path],
         ).fetchone()
         return row[0] if row else None
-
-    def _chunk_text(self, chunk_id):
-        row = self.conn.execute("select content from chunks where id = ?", [chunk_id]).fetchone()
-        return row[0] if row else ""
 
     def _relation_candidates(self, bridges, candidates):
         """Chunks mentioning entities related to the seed's rarest bridge entities."""
@@ -1308,8 +1306,8 @@ def by_fit(candidates, ids, values):
 
 def _refers_back(text):
     """Whether ``text``'s first sentence holds a pronoun of ``BACK_REFERENCES``."""
-    first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
-    return any(word.strip(",.;:!?\"'()[]").lower() in BACK_REFERENCES for word in first.split())
+    first = _SENTENCE.split(text.strip(), maxsplit=1)[0]
+    return not BACK_REFERENCES.isdisjoint(_WORD.findall(first.lower()))
 
 
 def _series_neighbours(path):
