@@ -77,12 +77,10 @@ def test_a_second_verb_phrase_after_a_bare_and_takes_the_sentence_subject():
 
 
 def test_a_name_after_at_or_in_in_a_where_clause_is_in_the_place_before_it():
-    text = "Ada Lovelace moved to Bergen, where she taught at the Tide School."
-    found = pattern_triples(text)
+    found = pattern_triples("Ada Lovelace moved to Bergen, where she taught at the Tide School.")
     assert ("Tide School", "located_in", "Bergen") in found
     # No place before: "the survey, where ..." names no place.
-    text = "Ada Lovelace read the survey, where she found the Tide School."
-    found = pattern_triples(text)
+    found = pattern_triples("Ada Lovelace read the survey, where she found the Tide School.")
     assert not any(rel == "located_in" for _, rel, _ in found)
 
 
@@ -93,9 +91,7 @@ def test_what_a_thing_is_allowed_to_do_is_no_relation():
 
 
 def test_code_in_what_holds_it_is_part_of_it():
-    def found(text):
-        return {(src, rel, dst) for src, rel, dst, *_ in candidates(text, relations.pattern_relations)}
-
+    found = pattern_triples
     assert ("tide_dump", "part_of", "basin") in found("Use the `tide_dump()` function in the `basin` module.")
     assert ("Reef", "part_of", "heron") in found("The `Reef` class in `heron` reads logs.")
     assert ("HERON_DEBUG", "part_of", "basin.toml") in found("Set `HERON_DEBUG` in `basin.toml`.")
@@ -107,12 +103,8 @@ def test_code_in_what_holds_it_is_part_of_it():
 
 
 def test_what_a_thing_is_made_from_by_a_maker_the_maker_uses():
-    text = "These pages are generated from `Markdown` sources by `Tidegen`."
-    found = pattern_triples(text)
-    assert ("Tidegen", "uses", "Markdown") in found
-    text = "The wheel is built from the sdist by pip."
-    found = pattern_triples(text)
-    assert ("pip", "uses", "sdist") in found
+    assert ("Tidegen", "uses", "Markdown") in pattern_triples("These pages are generated from `Markdown` sources by `Tidegen`.")
+    assert ("pip", "uses", "sdist") in pattern_triples("The wheel is built from the sdist by pip.")
 
 
 def test_a_preposition_between_a_trigger_and_a_mention_means_the_object_was_skipped():
