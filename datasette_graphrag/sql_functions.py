@@ -15,7 +15,8 @@ import json
 from llm_graphrag.db import wrap_connection
 from llm_graphrag.embeddings import get_embedder, to_blob
 from llm_graphrag.evidence import mermaid
-from llm_graphrag.retrieval import connection_embedder, fts_query
+from llm_graphrag.fulltext import fts_query
+from llm_graphrag.retrieval import connection_embedder
 from llm_graphrag.tools import ToolInputError, ToolNotFound, call_tool
 
 

@@ -41,7 +41,7 @@ _LAZY = {
     "hybrid_query": "retrieval",
     "RetrievalOptions": "retrieval",
     "call_tool": "tools",
-    "deep_research": "research",
+    "deep_research": "research_run",
     "TOOLS": "tools",
 }
 

@@ -916,7 +916,8 @@ def research(question, database, k, max_sub_queries, max_hops, max_chains, timeo
         llm graphrag research "How does Basin get readings?" --run-dir runs/basin
         llm graphrag research "What does Heron depend on?" -m gpt-4o-mini --run-dir runs/heron
     """
-    from .research import ResearchError, ResearchOptions, deep_research
+    from .research import ResearchError, ResearchOptions
+    from .research_run import deep_research
 
     db = open_database(database, create=False)
     options = ResearchOptions(

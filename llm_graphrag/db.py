@@ -11,6 +11,9 @@ except ImportError:  # pragma: no cover - depends on the platform
 
 import sqlite_utils
 
+from . import traversal as bfsvtab
+from .extensions import NO_EXTENSIONS, ExtensionsUnavailable  # noqa: F401 (callers catch it here)
+
 CACHE_SIZE_KIB = 65536
 # Page size of new databases (SQLite's default is 4096). A write-ahead log frame is one
 # page, written with two system calls: with 16 KiB pages an extraction of python3.11-doc
@@ -42,17 +45,6 @@ class NotADatabase(Exception):
     """Raised when the file given as a database is not an SQLite database."""
 
 
-class ExtensionsUnavailable(Exception):
-    """Raised when SQLite extensions cannot be loaded into a connection."""
-
-
-NO_EXTENSIONS = (
-    "This Python's SQLite module cannot load extensions, which graphrag needs for "
-    "sqlite-vec: install pysqlite3-binary (pip install pysqlite3-binary) or use a Python "
-    "built with --enable-loadable-sqlite-extensions."
-)
-
-
 def load_extensions(conn, traversal=True):
     """Load sqlite-vec and, when built, the bfsvtab traversal extension into ``conn``.
 
@@ -66,11 +58,8 @@ def load_extensions(conn, traversal=True):
         conn.enable_load_extension(True)
         if not _has_function(conn, "vec_version"):
             sqlite_vec.load(conn)
-        if traversal:
-            from . import traversal as _traversal
-
-            if not _has_module(conn, "bfsvtab"):
-                _traversal.load(conn)
+        if traversal and not _has_module(conn, "bfsvtab"):
+            bfsvtab.load(conn)
     except (AttributeError, sqlite3.OperationalError) as ex:
         if "not authorized" in str(ex) or isinstance(ex, AttributeError):
             raise ExtensionsUnavailable(NO_EXTENSIONS) from ex

@@ -31,6 +31,8 @@ import numpy as np
 
 from . import graph as sqlite_graph
 from .backends import BackendError
+from .fulltext import query_words
+from .graph import relation_kind
 from .retrieval import (
     DEFAULT_REL_WEIGHT,
     DEFAULT_WEIGHTS,
@@ -41,8 +43,6 @@ from .retrieval import (
     _lemma,
     _Query,
     by_fit,
-    query_words,
-    relation_kind,
 )
 from .schema import get_setting, schema_version, set_setting
 from .status import UNFINISHED_WORK
@@ -1130,7 +1130,8 @@ class _FalkorQuery(_Query):
 
     def _match_query_entities(self):
         from .extraction import normalize
-        from .retrieval import _NGRAM, _WORD
+        from .fulltext import WORD as _WORD
+        from .retrieval import _NGRAM
 
         tokens = [t.lower() for t in _WORD.findall(self.q)]
         keys = set()

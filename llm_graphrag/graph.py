@@ -8,7 +8,7 @@ import difflib
 import json
 import math
 
-from .retrieval import fts_match, query_words, relation_kind
+from .fulltext import fts_match, query_words
 
 
 def lookup_norms(text):
@@ -17,6 +17,16 @@ def lookup_norms(text):
     from .extraction import normalize
 
     return list(dict.fromkeys(key for key in (normalize(text), normalize(text, "code")) if key))
+
+
+def relation_kind(rel):
+    """``cooccurrence`` for a ``related_to`` edge (two entities named in one sentence, kept
+    when significant), ``stated`` for a ``stated`` one (a clause joins the two with a verb
+    phrase of its own, ``relations.stated_relations``), ``typed`` for any other relation:
+    every output tells them apart."""
+    if rel == "related_to":
+        return "cooccurrence"
+    return "stated" if rel == "stated" else "typed"
 
 
 def traverse(db, root, max_depth, *, direction="both", rels=None, target=None):

@@ -1,9 +1,9 @@
 """Deep research (seed 000): a question split into sub-queries that run in parallel, their
 chunks merged into one ranked list, and multi-hop evidence chains along relations.
 
-``deep_research(db, q, options, model=None, run_dir=None)`` is the engine behind the
-``deep_research`` tool and ``llm graphrag research``; with ``run_dir`` it also writes
-seed 002's run directory (``research_run``).
+``research(db, q, options, model=None)`` runs them; ``research_run.deep_research`` is the
+engine behind the ``deep_research`` tool and ``llm graphrag research``, and with
+``run_dir`` it also writes seed 002's run directory.
 
 Decomposition is heuristic unless an llm model is named. The question is split at
 coordinating conjunctions and at the relational phrases relation extraction uses
@@ -38,9 +38,10 @@ import time
 from dataclasses import dataclass, field
 
 from .db import BUSY_TIMEOUT_MS, load_extensions, sqlite3
-from .evidence import database_file
+from .fulltext import query_words
 from .graph import lookup_norms
-from .retrieval import RetrievalOptions, connection_embedder, hybrid_query, query_words
+from .retrieval import RetrievalOptions, connection_embedder, hybrid_query
+from .retrieval_log import database_file
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NGRAM = 3
@@ -624,17 +625,3 @@ def research(db, q, options=None, model=None, sub_queries=None):
         "elapsed_ms": int((time.perf_counter() - started) * 1000),
     }
     return Research(q, sub_queries, kept, chains, stats, entities, outcomes)
-
-
-def deep_research(db, q, options=None, model=None, run_dir=None):
-    """Seed 000's deep-research JSON for ``q``; with ``run_dir``, the run directory too.
-
-    ``model`` names an llm model that decomposes the question (and, in a run directory,
-    drafts the paragraphs); without one both are done by rule.
-    """
-    options = options or ResearchOptions()
-    if run_dir is not None:
-        from .research_run import write_run
-
-        return write_run(db, q, run_dir, options, model)
-    return research(db, q, options, model).to_dict(options.with_bodies)

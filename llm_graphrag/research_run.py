@@ -20,7 +20,8 @@ id: the directory's name when the run is written), and writes:
 * ``report.md``: the question, the paragraphs with numbered citations, the evidence
   chains and the numbered sources.
 
-``verify_run`` runs the verify stage again on an existing directory.
+``verify_run`` runs the verify stage again on an existing directory; ``deep_research`` is the
+engine function behind the CLI and the tool, with or without a run directory.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ import re
 import jinja2
 
 from . import verify as verification
-from .research import ResearchError, ask, decompose, question_entities, research
-from .retrieval import query_words
+from .research import ResearchError, ResearchOptions, ask, decompose, question_entities, research
+from .fulltext import query_words
 
 DEPTHS = {2: "brief", 3: "medium", 4: "deep"}
 TEMPLATES = pathlib.Path(__file__).parent / "templates"
@@ -277,6 +278,18 @@ def render_report(question, run_id, paragraphs, chains, citations):
     return environment.get_template("report.md.j2").render(
         question=question, run_id=run_id, findings=findings, chains=chains, sources=sources
     )
+
+
+def deep_research(db, q, options=None, model=None, run_dir=None):
+    """Seed 000's deep-research JSON for ``q``; with ``run_dir``, the run directory too.
+
+    ``model`` names an llm model that decomposes the question (and, in a run directory,
+    drafts the paragraphs); without one both are done by rule.
+    """
+    options = options or ResearchOptions()
+    if run_dir is not None:
+        return write_run(db, q, run_dir, options, model)
+    return research(db, q, options, model).to_dict(options.with_bodies)
 
 
 def write_run(db, q, run_dir, options, model=None):

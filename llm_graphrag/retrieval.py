@@ -58,6 +58,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .db import read_setting, sqlite3
+from .fulltext import WORD as _WORD
+from .fulltext import fts_match, query_words
+from .graph import relation_kind
 
 MODES = ("bm25", "vector", "hybrid", "graph")
 BRIDGES = ("entities", "terms", "relations", "adjacent")
@@ -100,7 +103,6 @@ RESCORE_WEIGHTS = {
     "code": 0.3000,
 }
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NGRAM = 3
 
 
@@ -265,35 +267,6 @@ def connection_embedder(conn):
     if model_id not in _EMBEDDERS:
         _EMBEDDERS[model_id] = get_embedder(model_id)
     return _EMBEDDERS[model_id]
-
-
-@functools.lru_cache(maxsize=1)
-def _stopwords():
-    from .extraction import STOPWORDS
-
-    return STOPWORDS
-
-
-def query_words(text):
-    """Lower-case words of ``text`` without stopwords (all words when only stopwords)."""
-    stopwords = _stopwords()
-    words = [w.lower() for w in _WORD.findall(text or "")]
-    content = [w for w in words if w not in stopwords and len(w) > 1]
-    return list(dict.fromkeys(content or words))
-
-
-def fts_match(words, prefix=False):
-    """An FTS5 expression matching any of ``words`` (quoted: never a syntax error).
-
-    ``prefix`` also matches words that start with each one.
-    """
-    star = "*" if prefix else ""
-    return " OR ".join('"{}"{}'.format(w.replace('"', ""), star) for w in words)
-
-
-def fts_query(text):
-    """The FTS5 expression keyword search uses for free ``text`` (stopwords dropped)."""
-    return fts_match(query_words(text))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -1331,16 +1304,6 @@ def _only_rels(edges, rels):
     return [edge for edge in edges if edge["rel"] in wanted]
 
 
-def relation_kind(rel):
-    """``cooccurrence`` for a ``related_to`` edge (two entities named in one sentence, kept
-    when significant), ``stated`` for a ``stated`` one (a clause joins the two with a verb
-    phrase of its own, ``relations.stated_relations``), ``typed`` for any other relation:
-    every output tells them apart."""
-    if rel == "related_to":
-        return "cooccurrence"
-    return "stated" if rel == "stated" else "typed"
-
-
 def _dedupe(edges):
     seen = set()
     out = []
@@ -1480,7 +1443,7 @@ class _Entry:
 class BitIndexCache:
     """The chunk ``BitIndex`` of recently queried databases, per database file.
 
-    An entry is valid while ``evidence.database_stamp`` is unchanged: any commit to the
+    An entry is valid while ``retrieval_log.database_stamp`` is unchanged: any commit to the
     file makes the next search count and, when needed, build again. Thread-safe: one
     build per file at a time, other files unaffected.
     """
@@ -1493,7 +1456,7 @@ class BitIndexCache:
 
     def get(self, conn, min_chunks):
         """The index of ``conn``'s chunk vectors if there are at least ``min_chunks``."""
-        from .evidence import database_stamp
+        from .retrieval_log import database_stamp
 
         if min_chunks is None or getattr(conn, "in_transaction", False):
             return None  # uncommitted writes would not be in a cached index

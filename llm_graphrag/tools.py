@@ -98,7 +98,7 @@ def _extract_and_link(db, doc_ids=None):
 
 
 def _hybrid_query(db, q, k, hops, mode, rels=None):
-    from .evidence import logged_retrieval
+    from .retrieval_log import logged_retrieval
     from .retrieval import RetrievalOptions, hybrid_query
 
     options = RetrievalOptions(k=k, hops=hops, rels=rels, mode=mode)
@@ -113,7 +113,8 @@ def _status(db):
 
 
 def _deep_research(db, q, k, max_sub_queries, max_hops, max_chains, timeout_ms, with_bodies):
-    from .research import ResearchError, ResearchOptions, deep_research
+    from .research import ResearchError, ResearchOptions
+    from .research_run import deep_research
 
     try:
         options = ResearchOptions(

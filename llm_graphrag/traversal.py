@@ -9,7 +9,7 @@ target; ``docs/traversal.md`` describes its columns with examples.
 import importlib.machinery
 import pathlib
 
-from .db import ExtensionsUnavailable
+from .extensions import NO_EXTENSIONS, ExtensionsUnavailable
 
 __all__ = ["ExtensionMissing", "extension_path", "load"]
 
@@ -44,8 +44,6 @@ def load(conn):
     """
     path = extension_path()
     if not hasattr(conn, "enable_load_extension"):
-        from .db import NO_EXTENSIONS
-
         raise ExtensionsUnavailable(NO_EXTENSIONS)
     conn.enable_load_extension(True)
     try:

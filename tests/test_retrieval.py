@@ -8,15 +8,14 @@ import pytest
 
 from llm_graphrag.db import open_database
 from llm_graphrag.embeddings import embedder_for, write_embeddings
+from llm_graphrag.fulltext import fts_match, query_words
 from llm_graphrag.retrieval import (
     RESCORE_FEATURES,
     BitIndex,
     RetrievalOptions,
     chunk_bit_index,
-    fts_match,
     hybrid_query,
     list_peak,
-    query_words,
     vector_search,
 )
 

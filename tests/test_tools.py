@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from llm.cli import cli
 
 from llm_graphrag.db import open_database
-from llm_graphrag.evidence import cache, mermaid, retrieval_log_path
+from llm_graphrag.evidence import mermaid
+from llm_graphrag.retrieval_log import cache, retrieval_log_path
 from llm_graphrag.tools import TOOLS, ToolInputError, call_tool
 
 
