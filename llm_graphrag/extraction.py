@@ -1273,6 +1273,9 @@ def concept_mentions(chunk, context):
                     last_gerund = cls
             else:
                 cls = "end"
+            if cls == "noun" and run and _plural_kind(run[-1]) and (_listed_member(k, tokens) or _listed_after(k, tokens, text)):
+                _emit(run, mentions, text)  # "the elements polonium and radium": a kind, then its members
+                run = []
             if cls in ("noun", "adj", "mod"):
                 if possessive:
                     # A possessor ends its own phrase: "the user’s session" names the user
@@ -1370,12 +1373,37 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         cls == "noun" and prev_class == "noun" and not low.endswith(("s", "ing", "ed"))
         and prev_word.endswith("s") and not prev_word.endswith(_KEEP_S)
         and prev_word not in _IRREGULAR_PLURALS and k + 1 < len(tokens)
-        and tokens[k + 1][2].lower() in STOPWORDS
+        and tokens[k + 1][2].lower() in STOPWORDS and not _listed_member(k, tokens)
     ):
         return "verb"  # "cancer cells divide more often"
     return cls
 
 
+
+
+def _plural_kind(entry):
+    """Whether a phrase's word (a run entry) is a plural common noun: "elements", "gases"."""
+    low = entry[2]
+    return entry[3] == "noun" and low.endswith("s") and not low.endswith(_KEEP_S) and lemma(low) != low
+
+
+def _listed_after(k, tokens, text):
+    """Whether the noun-only word at ``k`` opens a list: a comma, "and" or "or" after it."""
+    word = tokens[k][2]
+    if not word.islower() or word_class(word) != "noun" or k + 1 >= len(tokens):
+        return False
+    gap = text[tokens[k][1] : tokens[k + 1][0]].strip()
+    return gap == "," or not gap and tokens[k + 1][2] in ("and", "or")
+
+
+def _listed_member(k, tokens):
+    """Whether the noun at ``k`` opens a list of nouns ("the elements polonium and radium"):
+    "and" or "or", then a word that can only be a noun, then the sentence's end or a stop."""
+    if k + 2 >= len(tokens) or tokens[k + 1][2].lower() not in ("and", "or"):
+        return False
+    nxt = tokens[k + 2][2]
+    after = tokens[k + 3][2].lower() if k + 3 < len(tokens) else ""
+    return nxt.islower() and word_class(nxt) == "noun" and (not after or after in STOPWORDS)
 
 
 _FINITE = frozenset("am is are was were has have had does do did".split()) | MODALS
@@ -1393,6 +1421,8 @@ def _only_verb_slot(low, k, tokens, text, proper=frozenset()):
         return k == 1 and _named_subject(tokens, text, proper)  # "Memcached runs as a daemon"
     if text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
         return False  # a heading, a list item or a fragment: no sentence that needs a verb
+    if k + 1 < len(tokens) and _listed_after(k + 1, tokens, text):
+        return False  # "The noble gases helium, neon and argon ...": a kind, then its members
     if any(
         not w[0].isalpha() or w.lower() in STOPWORDS and w.lower() not in _NP_PREPOSITIONS or word_class(w.lower()) == "verb"
         for _, _, w in tokens[1:k]

@@ -1561,3 +1561,12 @@ def test_an_abstract_noun_the_document_counts_names_a_thing(tmp_path):
     names = {name for (name,) in db.execute("select name from entities")}
     assert "task" in names  # "a task": a count noun, whatever its dictionary senses
     assert "Maintenance" not in names and "maintenance" not in names  # a mass noun, no "a"
+
+
+def test_a_plural_kind_before_its_members_is_no_compound_and_no_verb():
+    found = {m.name for m in mentions_of("The chemist isolated the metals cobalt and nickel.")}
+    assert {"metals", "cobalt", "nickel"} <= found and "metals cobalt" not in found
+    found = {m.name for m in mentions_of("The planets mercury, venus and mars orbit close to the sun.")}
+    assert {"planets", "mercury", "venus"} <= found
+    found = {m.name for m in mentions_of("Cancer cells divide more often.")}
+    assert "Cancer cells" in found and not [n for n in found if "divide" in n]
