@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, _name_and_kind, _person_noun, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, _name_and_kind, _person_noun, heading_lines, lemma, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -431,6 +431,7 @@ def pattern_relations(chunk, mentions, context):
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_titled_names(group, masked, sentence))
+        found.extend(_kind_members(group, masked, sentence))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
             found.extend(_code_in_container(group, masked, sentence))
@@ -1327,6 +1328,32 @@ def _titled_names(group, masked, sentence):
         RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns")
         for a, b in zip(group, group[1:]) if _titled(a, b, masked)
     ]
+
+
+_KIND_OPENING = re.compile(r"(?:^|\W)(?:[Tt]he|[Tt]wo|[Tt]hree|[Ff]our|[Ff]ive|[Ss]ix|[Ss]even|[Ee]ight|[Nn]ine|[Tt]en|\d+)\s+(?:[\w-]+\s+){0,2}$")
+
+
+def _kind_members(group, masked, sentence):
+    """"the elements polonium and radium", "the painters Monet and Renoir": a plural noun,
+    then a list of two or more names of its members, each of them one of the kind."""
+    found = []
+    for i, kind in enumerate(group[:-2]):
+        last = kind.name.split()[-1]
+        if kind.type != "concept" or not last.islower() or lemma(last) == last or masked[kind.end : group[i + 1].start] != " ":
+            continue
+        if not _KIND_OPENING.search(masked, max(0, kind.start - 40), kind.start):
+            continue
+        members = [group[i + 1]]
+        for m in group[i + 2 :]:
+            if not _COORD.match(masked[members[-1].end : m.start]):
+                break
+            members.append(m)
+        if len(members) < 2 or not re.search(r"\b(?:and|or)\b", masked[members[-2].end : members[-1].start]):
+            continue  # no list: "the elements oxygen" is no plural kind before its members
+        if any(m.type in ("version", "DATE", "step", "code") or m.features.get("coref") for m in members):
+            continue
+        found.extend(RelationCandidate(m, kind, "is_a", 0.6, 1.0, sentence, "patterns") for m in members if m.norm != kind.norm)
+    return found
 
 
 def _acronyms(group, masked, sentence):

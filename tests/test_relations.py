@@ -1285,3 +1285,11 @@ def test_the_attribute_or_method_a_thing_has_is_part_of_it():
     found = pattern_triples("Every `Flood` object has a `level` attribute and a `rise()` method.")
     assert ("level", "part_of", "Flood") in found and ("rise", "part_of", "Flood") in found
     assert not pattern_triples("Heron has a `--verbose` flag.")  # a flag is no member of a thing
+
+
+def test_a_plural_kind_before_a_list_of_its_members_is_what_each_of_them_is():
+    found = pattern_triples("The chemist isolated the metals cobalt and nickel.")
+    assert ("cobalt", "is_a", "metals") in found and ("nickel", "is_a", "metals") in found
+    found = pattern_triples("He studied the three languages Latin, Greek and Hebrew.")
+    assert {("Latin", "is_a", "languages"), ("Greek", "is_a", "languages"), ("Hebrew", "is_a", "languages")} <= found
+    assert not [t for t in pattern_triples("Its tributaries drain Peru and Brazil.") if t[1] == "is_a"]
