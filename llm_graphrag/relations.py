@@ -432,6 +432,8 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_titled_names(group, masked, sentence))
         found.extend(_kind_members(group, masked, sentence))
+        if "among" in sentence:
+            found.extend(_among_them(group, masked, sentence, s_start, s_end))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
             found.extend(_code_in_container(group, masked, sentence))
@@ -1353,6 +1355,33 @@ def _kind_members(group, masked, sentence):
         if any(m.type in ("version", "DATE", "step", "code") or m.features.get("coref") for m in members):
             continue
         found.extend(RelationCandidate(m, kind, "is_a", 0.6, 1.0, sentence, "patterns") for m in members if m.norm != kind.norm)
+    return found
+
+
+_AMONG_THEM = re.compile(r",\s*(?:among|amongst)\s+(?:them|these|those|which|whom|others)\s+(?:(?:are|were|is|was)\s+)?(?:the\s+)?")
+_QUANTIFIED = re.compile(
+    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|several|many|numerous|various|some|few|dozens\s+of|hundreds\s+of|\d+)"
+    r"\s+(?:[\w-]+\s+){0,2}$", re.I
+)
+
+
+def _among_them(group, masked, sentence, s_start, s_end):
+    """"four capital cities, among them Vienna and Budapest": the names after "among
+    them" are each one of the plural kind before the comma (a counted one first: "several
+    cities lie on its banks, among them Basel" are cities, no banks)."""
+    found = []
+    for match in _AMONG_THEM.finditer(masked, s_start, s_end):
+        kinds = [
+            m for m in group if m.end <= match.start() and m.type == "concept" and m.name.split()[-1].islower()
+            and lemma(m.name.split()[-1]) != m.name.split()[-1]
+        ]
+        if not kinds:
+            continue
+        counted = [m for m in kinds if _QUANTIFIED.search(masked, max(s_start, m.start - 30), m.start)]
+        kind = (counted or kinds)[-1]
+        for member, _ in _rights_of(group, match.end(), masked, s_end):
+            if member.type not in ("version", "DATE", "step") and member.norm != kind.norm:
+                found.append(RelationCandidate(member, kind, "is_a", 0.55, 1.0, sentence, "patterns"))
     return found
 
 

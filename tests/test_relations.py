@@ -1293,3 +1293,11 @@ def test_a_plural_kind_before_a_list_of_its_members_is_what_each_of_them_is():
     found = pattern_triples("He studied the three languages Latin, Greek and Hebrew.")
     assert {("Latin", "is_a", "languages"), ("Greek", "is_a", "languages"), ("Hebrew", "is_a", "languages")} <= found
     assert not [t for t in pattern_triples("Its tributaries drain Peru and Brazil.") if t[1] == "is_a"]
+
+
+def test_the_names_after_among_them_are_of_the_counted_plural_kind_before():
+    found = pattern_triples("Several large cities lie on its banks, among them Basel, Cologne and Düsseldorf.")
+    assert {("Basel", "is_a", "cities"), ("Cologne", "is_a", "cities"), ("Düsseldorf", "is_a", "cities")} <= found
+    assert not [t for t in found if t[2] == "banks"]
+    found = pattern_triples("The canal links three ports, among them Hull and Goole.")
+    assert ("Hull", "is_a", "ports") in found and ("Goole", "is_a", "ports") in found
