@@ -1303,13 +1303,20 @@ _PLACE_KINDS = frozenset(
     "city town village county province state kingdom empire republic island isle region district "
     "peninsula duchy principality canton prefecture municipality borough parish".split()
 )
+# Buildings and the institutions housed in one, named the same way: "the abbey of Cluny",
+# "the asylum of Saint-Paul", "the palace of Versailles".
+_BUILDING_KINDS = frozenset(
+    "abbey monastery convent priory castle palace fortress citadel cathedral church chapel basilica temple "
+    "shrine mosque synagogue asylum hospital prison".split()
+)
 _THE_BEFORE = re.compile(r"\b[Tt]he\s+$")
 
 
 def _place_of_name(a, b, masked):
-    """Whether concept ``a`` and name ``b`` read "the island of Honshu" (one place)."""
+    """Whether concept ``a`` and name ``b`` read "the island of Honshu", "the abbey of
+    Cluny" (one place)."""
     return (
-        a.type == "concept" and a.name.lower() in _PLACE_KINDS and masked[a.end : b.start] == " of "
+        a.type == "concept" and a.name.lower() in _PLACE_KINDS | _BUILDING_KINDS and masked[a.end : b.start] == " of "
         and b.type in _NAMED and b.name[:1].isupper() and not b.features.get("coref")
         and _THE_BEFORE.search(masked, max(0, a.start - 5), a.start) is not None
     )

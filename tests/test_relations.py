@@ -1301,3 +1301,9 @@ def test_the_names_after_among_them_are_of_the_counted_plural_kind_before():
     assert not [t for t in found if t[2] == "banks"]
     found = pattern_triples("The canal links three ports, among them Hull and Goole.")
     assert ("Hull", "is_a", "ports") in found and ("Goole", "is_a", "ports") in found
+
+
+def test_the_name_after_a_building_kind_and_of_is_one_of_that_kind():
+    found = pattern_triples("He stayed at the abbey of Cluny in Burgundy.")
+    assert ("Cluny", "is_a", "abbey") in found and ("Cluny", "located_in", "Burgundy") in found
+    assert not [t for t in pattern_triples("She wrote to the abbot of Cluny.") if t[1] == "is_a"]
