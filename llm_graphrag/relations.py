@@ -445,6 +445,7 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_where_place(group, masked, sentence))
         if " of " in sentence:
             found.extend(_kind_of_name(group, masked, sentence))
+            found.extend(_named_parts(group, masked, sentence))
         if " by " in sentence:
             found.extend(_work_by(group, masked, sentence))
         if " from " in sentence:
@@ -1329,6 +1330,29 @@ def _kind_of_name(group, masked, sentence):
         RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns")
         for a, b in zip(group, group[1:]) if _place_of_name(a, b, masked)
     ]
+
+
+# A noun that names a part of the thing after "of": "the outer shell of the Earth".
+_PART_OF_BEFORE = re.compile(
+    r"\b(?:part|layer|shell|core|crust|surface|interior|portion|section|region|lobe|chamber|wing)\s+of\s+(?:the\s+|an?\s+|its\s+|their\s+)?$"
+)
+_APPOSED_NAME = re.compile(r"\s*,\s+(?:the\s+)?")
+_APPOSITION_CLOSE = re.compile(r"\s*(?:,|\)|\s(?:is|are|was|were)\b)")
+
+
+def _named_parts(group, masked, sentence):
+    """"the outer shell of the Earth, the lithosphere, is ...": what an apposition names
+    after a part noun and its "of" is part of the thing the "of" names."""
+    found = []
+    for b, c in zip(group, group[1:]):
+        if not _PART_OF_BEFORE.search(masked, max(0, b.start - 30), b.start):
+            continue
+        if not _APPOSED_NAME.fullmatch(masked, b.end, c.start) or not _APPOSITION_CLOSE.match(masked, c.end):
+            continue
+        if c.type in ("version", "DATE", "step") or c.norm == b.norm or _LIST_GOES_ON.match(masked, c.end):
+            continue
+        found.append(RelationCandidate(c, b, "part_of", 0.6, 1.0, sentence, "patterns"))
+    return found
 
 
 def _titled_names(group, masked, sentence):

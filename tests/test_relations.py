@@ -1307,3 +1307,9 @@ def test_the_name_after_a_building_kind_and_of_is_one_of_that_kind():
     found = pattern_triples("He stayed at the abbey of Cluny in Burgundy.")
     assert ("Cluny", "is_a", "abbey") in found and ("Cluny", "located_in", "Burgundy") in found
     assert not [t for t in pattern_triples("She wrote to the abbot of Cluny.") if t[1] == "is_a"]
+
+
+def test_an_apposition_after_a_part_noun_and_of_is_part_of_the_whole():
+    assert ("cerebrum", "part_of", "brain") in pattern_triples("The largest part of the brain, the cerebrum, controls movement.")
+    assert ("core", "part_of", "Sun") in pattern_triples("The innermost layer of the Sun, the core, is extremely hot.")
+    assert not [t for t in pattern_triples("The capital of the region, the city of Leeds, is large.") if t[1] == "part_of"]
