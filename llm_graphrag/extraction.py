@@ -1139,6 +1139,27 @@ def _superlative(word):
     )
 
 
+_INTENSIFIERS = frozenset("far much even still slightly significantly considerably somewhat".split())
+
+
+def _compared(low, k, tokens, prev_word):
+    """Whether an -er word is an adjective's comparative: before "than", or after "far",
+    "much" or "even" when its base is an adjective ("far cheaper", "much larger"); "far"
+    itself, before a comparative."""
+    nxt = tokens[k + 1][2].lower() if k + 1 < len(tokens) else ""
+    if low in _INTENSIFIERS:
+        return nxt.endswith("er") and _compared(nxt, k + 1, tokens, low) or nxt in ("more", "less", "fewer")
+    if not low.endswith("er") or len(low) < 5:
+        return False
+    if nxt == "than":
+        return True
+    base = low[:-2]
+    return prev_word in _INTENSIFIERS and any(
+        word_class(b) == "adj" for b in (base, low[:-1], base[:-1] if base[-1:] == base[-2:-1] else "", base[:-1] + "y" if base.endswith("i") else "")
+        if b
+    )
+
+
 _ORDINALS = frozenset("second third fourth fifth sixth seventh eighth ninth tenth".split())
 
 
@@ -1323,6 +1344,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if not low.isalpha() and ("_" in low or "." in low or any(c.isdigit() for c in low)):
         return "other"
     cls = word_class(low)
+    if cls == "noun" and _compared(low, k, tokens, prev_word):
+        return "adj"  # "made books far cheaper", "is larger than": no noun
     if k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their"):
         return "verb"  # an imperative opens its sentence: "Edit the settings"
     if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (

@@ -1570,3 +1570,11 @@ def test_a_plural_kind_before_its_members_is_no_compound_and_no_verb():
     assert {"planets", "mercury", "venus"} <= found
     found = {m.name for m in mentions_of("Cancer cells divide more often.")}
     assert "Cancer cells" in found and not [n for n in found if "divide" in n]
+
+
+def test_a_comparative_after_far_or_before_than_is_no_noun():
+    found = {m.name for m in mentions_of("The railway made journeys far shorter.")}
+    assert "journeys" in found and not [n for n in found if "shorter" in n or "far" in n]
+    found = {m.name for m in mentions_of("Copper is softer than bronze.")}
+    assert {"Copper", "bronze"} <= found and not [n for n in found if "softer" in n]
+    assert "far corner" in {m.name for m in mentions_of("The chest stood in the far corner.")}
