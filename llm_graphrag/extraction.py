@@ -1385,6 +1385,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
     if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
         return "verb"  # "The painting hangs in the Louvre."
+    if cls in ("noun", "ambiguous") and prev_class == "noun" and _before_manner(k, tokens):
+        return "verb"  # "The invention spread quickly": an adverb of manner follows a verb
     if (
         cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
         and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "its", "their", "your")
@@ -1427,6 +1429,17 @@ def _listed_member(k, tokens):
     nxt = tokens[k + 2][2]
     after = tokens[k + 3][2].lower() if k + 3 < len(tokens) else ""
     return nxt.islower() and word_class(nxt) == "noun" and (not after or after in STOPWORDS)
+
+
+def _before_manner(k, tokens):
+    """Whether the word at ``k`` follows the noun phrase opening its sentence ("The
+    invention", "The new railway") and an -ly adverb follows it: that word is the verb."""
+    if k < 2 or k + 1 >= len(tokens) or tokens[0][2].lower() not in _OPENING_DETERMINERS:
+        return False
+    nxt = tokens[k + 1][2]
+    if not nxt.endswith("ly") or word_class(nxt.lower()) != "adverb":
+        return False
+    return all(w.isalpha() and w.lower() not in STOPWORDS for _, _, w in tokens[1:k])
 
 
 _FINITE = frozenset("am is are was were has have had does do did".split()) | MODALS

@@ -1578,3 +1578,9 @@ def test_a_comparative_after_far_or_before_than_is_no_noun():
     found = {m.name for m in mentions_of("Copper is softer than bronze.")}
     assert {"Copper", "bronze"} <= found and not [n for n in found if "softer" in n]
     assert "far corner" in {m.name for m in mentions_of("The chest stood in the far corner.")}
+
+
+def test_the_word_before_an_adverb_of_manner_after_the_opening_noun_is_its_verb():
+    found = {m.name for m in mentions_of("The rumour spread quickly through the town.")}
+    assert {"rumour", "town"} <= found and not [n for n in found if "spread" in n]
+    assert "mill wheel" in {m.name for m in mentions_of("The mill wheel turned slowly.")}
