@@ -2510,7 +2510,8 @@ def _premodifiers(mentions, text):
 # "the" or a possessive before a title ("the farmer", "her brother"); ``relations._titled``
 # makes the titles after "the" is_a relations.
 TITLE_DETERMINER = r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+"
-_DETERMINER_BEFORE = re.compile(TITLE_DETERMINER + "$")
+# A people's adjective may stand between: "the Spanish artist Pablo Picasso".
+_DETERMINER_BEFORE = re.compile(TITLE_DETERMINER + r"(?:[A-Z][a-z]+(?:an|ese|ish|ch|i)\s+)?$")
 
 
 def _title_before_name(m, following, text):
@@ -2520,7 +2521,7 @@ def _title_before_name(m, following, text):
     return (
         following.type == "name" and " " in following.name.strip() and following.name[:1].isupper()
         and word_class(m.name.lower()) == "noun"
-        and _DETERMINER_BEFORE.search(text, max(0, m.start - 8), m.start) is not None
+        and _DETERMINER_BEFORE.search(text, max(0, m.start - 24), m.start) is not None
     )
 
 

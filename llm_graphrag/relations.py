@@ -1071,6 +1071,7 @@ def _titled(a, b, masked):
 
 
 _BY = re.compile(r"\s+by\s+(?:the\s+)?")
+_BY_THE_PEOPLES = re.compile(r"\s+by\s+the\s+[A-Z][a-z]+(?:an|ese|ish|ch|i)\s+")  # "by the Spanish artist X"
 
 
 def _work_by(group, masked, sentence):
@@ -1085,7 +1086,7 @@ def _work_by(group, masked, sentence):
         ):
             found.append(RelationCandidate(a, b, "owned_by", 0.6, 1.0, sentence, "patterns"))  # "the Mona Lisa by Leonardo da Vinci"
             continue
-        if not i or a.type != "concept" or not _BY.fullmatch(masked, a.end, b.start):
+        if not i or a.type != "concept" or not (_BY.fullmatch(masked, a.end, b.start) or b.type == "concept" and _BY_THE_PEOPLES.fullmatch(masked, a.end, b.start)):
             continue
         if b.type == "concept" and i + 2 < len(group) and _titled(b, group[i + 2], masked):
             b = group[i + 2]

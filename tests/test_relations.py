@@ -1313,3 +1313,8 @@ def test_an_apposition_after_a_part_noun_and_of_is_part_of_the_whole():
     assert ("cerebrum", "part_of", "brain") in pattern_triples("The largest part of the brain, the cerebrum, controls movement.")
     assert ("core", "part_of", "Sun") in pattern_triples("The innermost layer of the Sun, the core, is extremely hot.")
     assert not [t for t in pattern_triples("The capital of the region, the city of Leeds, is large.") if t[1] == "part_of"]
+
+
+def test_a_work_by_a_title_with_a_peoples_adjective_is_owned_by_the_name():
+    found = pattern_triples("The opera is a work by the Italian composer Giuseppe Verdi.")
+    assert ("opera", "owned_by", "Giuseppe Verdi") in found and ("Giuseppe Verdi", "is_a", "composer") in found
