@@ -118,6 +118,9 @@ _PATTERNS = [
     # What a thing is used as is one: "Reader objects can be used as iterators" (not "served
     # as its president": a role a person held, no kind).
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+as\b(?:\s+(?:an?|the))?", "is_a", 0.55, False),
+    # A superlative among a kind is one of it: "the emperor penguin is the largest of all
+    # living penguins", "is the best known of the lemurs", "Honshu, the largest of the islands".
+    (rf"(?:\b{_BE}\s+(?:(?:also|now|still)\s+)?|,\s+)the\s+(?:(?:most|least)\s+[a-z]+|[a-z]+est|best(?:\s+known)?)\s+of\s+(?:all\s+)?(?:the\s+)?", "is_a", 0.65, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:(?:now|also|still|once|currently|today)\s+)?(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
