@@ -435,6 +435,8 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_titled_names(group, masked, sentence))
         found.extend(_kind_members(group, masked, sentence))
+        if " and " in sentence:
+            found.extend(_second_kinds(group, masked, sentence))
         if "among" in sentence:
             found.extend(_among_them(group, masked, sentence, s_start, s_end))
         if " in " in sentence:
@@ -740,8 +742,30 @@ def _described(group, left, masked):
             return group[i - 1]
         return left
     if not _DESCRIBES.fullmatch(masked, group[i - 1].end, left.start):
-        return left
+        return _second_complement(group, i, masked) or left
     return group[i - 1]
+
+
+_COPULA_WORD = re.compile(rf"\b{_BE}\b")
+_AND_ANOTHER = re.compile(r"\s*,?\s+and\s+(?:also\s+)?(?:an?|the)\s+(?:[\w'’-]+\s+){0,2}")
+_PLACE_PP = re.compile(r"\s+(?:in|on|near|at)\s+(?:the\s+)?")
+
+
+def _second_complement(group, i, masked):
+    """What a second complement after "and a"/"and the" describes: in "Kilimanjaro is a
+    volcano in Tanzania and the highest mountain in Africa", Kilimanjaro (the first one's,
+    past the place it has), after a copula only; None when ``group[i]`` is no such complement."""
+    j = i - 1
+    if not _AND_ANOTHER.fullmatch(masked, group[j].end, group[i].start):
+        return None
+    if group[j].type in _NAMED and j > 0 and group[j - 1].type == "concept" and _PLACE_PP.fullmatch(masked, group[j - 1].end, group[j].start):
+        j -= 1
+    if group[j].type != "concept" or group[j].features.get("coref"):
+        return None
+    described = _described(group, group[j], masked)
+    if described is group[j] or not _COPULA_WORD.search(masked, described.end, group[j].start):
+        return None  # "Basin, a broker and a cache": after a comma, a list
+    return described
 
 
 _NUMBER_COMMA = re.compile(r"(?<=\d),(?=\d{3})")  # "over 2,900 reefs": a number's comma parts nothing
@@ -1417,6 +1441,24 @@ def _among_them(group, masked, sentence, s_start, s_end):
         for member, _ in _rights_of(group, match.end(), masked, s_end):
             if member.type not in ("version", "DATE", "step") and member.norm != kind.norm:
                 found.append(RelationCandidate(member, kind, "is_a", 0.55, 1.0, sentence, "patterns"))
+    return found
+
+
+_OF_AFTER = re.compile(r"\s+of\b")
+
+
+def _second_kinds(group, masked, sentence):
+    """"Kilimanjaro is a volcano in Tanzania and the highest mountain in Africa": a second
+    complement is a kind too (not a relational noun before "of": "and the capital of X")."""
+    found = []
+    for i, kind in enumerate(group):
+        if i < 2 or kind.type != "concept" or _OF_AFTER.match(masked, kind.end) or _bare_kind(kind):
+            continue
+        if not (group[i - 1].type in _NAMED and _AND_ANOTHER.fullmatch(masked, group[i - 1].end, kind.start)):
+            continue  # "is a relay and a tide gauge": the copula's own list has it
+        described = _second_complement(group, i, masked)
+        if described is not None and described.norm != kind.norm:
+            found.append(RelationCandidate(described, kind, "is_a", 0.55, 1.0, sentence, "patterns"))
     return found
 
 

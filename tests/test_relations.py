@@ -1324,3 +1324,10 @@ def test_a_superlative_among_a_kind_is_one_of_it():
     assert ("giraffe", "is_a", "land animals") in pattern_triples("The giraffe is the tallest of all land animals.")
     assert ("Honshu", "is_a", "Japanese islands") in pattern_triples("It lies on Honshu, the largest of the Japanese islands.")
     assert not pattern_triples("This method is the fastest of the three.")
+
+
+def test_a_second_complement_after_and_the_describes_the_subject_too():
+    found = pattern_triples("Ben Nevis is a peak in Lochaber and the highest mountain in Scotland.")
+    assert ("Ben Nevis", "is_a", "mountain") in found and ("Ben Nevis", "located_in", "Scotland") in found
+    found = pattern_triples("Kyoto is a city in Japan and the capital of Kyoto Prefecture.")
+    assert ("Kyoto", "is_a", "capital") not in found
