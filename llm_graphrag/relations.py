@@ -149,6 +149,8 @@ _PATTERNS = [
     (rf"\b{_BE}\s+(?:also\s+)?home\s+to\b", "located_in", 0.75, True),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
     (rf"\b{_BE}\s+{_ADV}(?:stored|kept|installed|placed|saved)\s+{_ADV}(?:in|on|at|under)\b|\b(?:lives?|resides?|occurs?)\s+(?:in|on|at)\b", "located_in", 0.7, False),
+    # Where a place lies: "the town lies on the banks of the Rhine", "it lies in a valley".
+    (r"\b(?:lies|lie|lay|lying)\s+(?:(?:just|mainly|mostly|entirely|partly|wholly)\s+)?(?:in|on|at|along|within)\b", "located_in", 0.7, False),
     # What a thing is made of is part of it: "water is made of hydrogen and oxygen".
     (rf"\b(?:{_BE}\s+)?(?:made\s+(?:up\s+)?|composed\s+|comprised\s+){_ADV}of\b", "part_of", 0.7, True),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
@@ -169,7 +171,7 @@ TRIGGER_LEADS = frozenset(
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    reads read reading loads load loading gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    reads read reading loads load loading gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur lies lie lay lying made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -581,8 +583,12 @@ def _copula_ok(between):
     words = _WORDS.findall(between)
     # Commas may part coordinate adjectives: "is the new, asynchronous-friendly standard".
     return len(words) <= 3 and not re.search(r"[();:]", between) and not any(
-        w.lower() in _PREPOSITIONS for w in words
+        w.lower() in _PREPOSITIONS or w.lower() in _PLACE_PREPOSITIONS for w in words
     )
+
+
+# Prepositions of place and path: "volcanoes are common along the boundaries" names no kind.
+_PLACE_PREPOSITIONS = frozenset("along across around among between beyond behind below above near throughout within inside outside".split())
 
 
 _LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
@@ -1231,9 +1237,10 @@ _PLACE_PARTS = frozenset(
 
 
 def _place_beyond(group, right, masked):
-    """The name a part of a place belongs to ("the centre of Paris": Paris), else ``right``."""
+    """The name a part of a place belongs to ("the centre of Paris", "the eastern coast of
+    Honshu": Paris, Honshu), else ``right``."""
     i = group.index(right)
-    if right.type == "concept" and right.name.lower() in _PLACE_PARTS and i + 1 < len(group):
+    if right.type == "concept" and right.name.lower().split()[-1] in _PLACE_PARTS and i + 1 < len(group):
         place = group[i + 1]
         if place.type in _NAMED and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
             return place
