@@ -1403,16 +1403,27 @@ _KIND_OPENING = re.compile(r"(?:^|\W)(?:[Tt]he|[Tt]wo|[Tt]hree|[Ff]our|[Ff]ive|[
 
 def _kind_members(group, masked, sentence):
     """"the elements polonium and radium", "the painters Monet and Renoir": a plural noun,
-    then a list of two or more names of its members, each of them one of the kind."""
+    then a list of two or more names of its members, each of them one of the kind; after a
+    comma when the kind is counted ("its two tributaries, the White Nile and the Blue Nile")."""
     found = []
     for i, kind in enumerate(group[:-2]):
         last = kind.name.split()[-1]
-        if kind.type != "concept" or not last.islower() or lemma(last) == last or masked[kind.end : group[i + 1].start] != " ":
+        if kind.type != "concept" or not last.islower() or lemma(last) == last:
             continue
-        if not _KIND_OPENING.search(masked, max(0, kind.start - 40), kind.start):
-            continue
-        members = [group[i + 1]]
-        for m in group[i + 2 :]:
+        first = i + 1
+        if first + 1 < len(group) and _OF.fullmatch(masked, kind.end, group[first].start):
+            first += 1  # "the four moons of Jupiter, Io, Europa, ...": the members after the whole
+        gap = masked[group[first - 1].end : group[first].start]
+        if gap == " " and first == i + 1:
+            if not _KIND_OPENING.search(masked, max(0, kind.start - 40), kind.start):
+                continue
+        elif not (
+            _APPOSED_NAME.fullmatch(gap) and _COUNTED.search(masked, max(0, kind.start - 30), kind.start)
+            and all(m.type in _NAMED for m in group[first : first + 2])
+        ):
+            continue  # after a comma, a counted kind only: "its two tributaries, the White Nile and the Blue Nile"
+        members = [group[first]]
+        for m in group[first + 1 :]:
             if not _COORD.match(masked[members[-1].end : m.start]):
                 break
             members.append(m)

@@ -1338,3 +1338,10 @@ def test_where_a_place_lies_it_is_and_a_part_of_a_place_is_in_the_place():
     assert ("Tokyo", "located_in", "Honshu") in pattern_triples("Tokyo lies on the eastern coast of Honshu.")
     assert ("Ambridge", "located_in", "Borsetshire") in pattern_triples("The village of Ambridge lies in Borsetshire.")
     assert not [t for t in pattern_triples("Otters are common along the rivers of Wales.") if t[1] == "is_a"]
+
+
+def test_a_counted_plural_kind_before_a_comma_and_a_list_of_names():
+    found = pattern_triples("The three largest moons of Saturn, Titan, Rhea and Iapetus, were found early.")
+    assert {("Titan", "is_a", "moons"), ("Rhea", "is_a", "moons"), ("Iapetus", "is_a", "moons")} <= found
+    assert ("Saturn", "is_a", "moons") not in found
+    assert not [t for t in pattern_triples("He visited many cities, Rome, Paris and Vienna.") if t[1] == "is_a"]
