@@ -120,7 +120,7 @@ _PATTERNS = [
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+as\b(?:\s+(?:an?|the))?", "is_a", 0.55, False),
     # A superlative among a kind is one of it: "the emperor penguin is the largest of all
     # living penguins", "is the best known of the lemurs", "Honshu, the largest of the islands".
-    (rf"(?:\b{_BE}\s+(?:(?:also|now|still)\s+)?|,\s+)the\s+(?:(?:most|least)\s+[a-z]+|[a-z]+est|best(?:\s+known)?)\s+of\s+(?:all\s+)?(?:the\s+)?", "is_a", 0.65, False),
+    (rf"(?:\b{_BE}\s+(?:(?:also|now|still)\s+)?|,\s+)the\s+(?:(?:most|least)\s+[a-z]+|[a-z]+est|best(?:\s+known)?)\s+of\s+(?:all\s+)?(?:(?:the|its|their|his|her)\s+)?", "is_a", 0.65, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:(?:now|also|still|once|currently|today)\s+)?(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
@@ -448,6 +448,7 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_kind_in_place(group, masked, sentence))
         if ", " in sentence:
             found.extend(_place_comma_place(group, masked, sentence))
+            found.extend(_inserted_places(group, masked, sentence))
         if ", where " in sentence:
             found.extend(_where_place(group, masked, sentence))
         if " of " in sentence:
@@ -685,8 +686,9 @@ def _left_of(group, position, masked, ends=None, finite=False):
 
 
 # What opens an insertion the verb after it skips: "being ...", a participle ("specified by")
-# or another name ("Zstandard, or zstd as short version, is").
-_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|(?:written|built|made|known|found|born|held|kept|seen)\s|or\s)")
+# or another name ("Zstandard, or zstd as short version, is"), or a place ("the reef, off the
+# coast of Queensland, is").
+_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|(?:written|built|made|known|found|born|held|kept|seen)\s|or\s|(?:off|near|along|in|on|at)\s+the\s)")
 
 
 def _apposition_head(group, index, masked):
@@ -1245,6 +1247,23 @@ def _place_beyond(group, right, masked):
         if place.type in _NAMED and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
             return place
     return right
+
+
+_PLACE_INSERTION = re.compile(r"\s*,\s*(?:off|near|in|on|at|along)\s+(?:the\s+)?")
+_INSERTION_CLOSE = re.compile(r"\s*,")
+
+
+def _inserted_places(group, masked, sentence):
+    """"The Great Barrier Reef, off the coast of Queensland, is": a name, then a place
+    between commas that a preposition opens; the name is located there."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if a.type not in _NAMED or not a.name[:1].isupper() or not _PLACE_INSERTION.fullmatch(masked, a.end, b.start):
+            continue
+        place = _place_beyond(group, b, masked)
+        if place.type in _NAMED and place.name[:1].isupper() and place.norm != a.norm and _INSERTION_CLOSE.match(masked, place.end):
+            found.append(RelationCandidate(a, place, "located_in", 0.6, 1.0, sentence, "patterns"))
+    return found
 
 
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|from|to)\s+(?:the\s+)?$")

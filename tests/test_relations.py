@@ -1345,3 +1345,9 @@ def test_a_counted_plural_kind_before_a_comma_and_a_list_of_names():
     assert {("Titan", "is_a", "moons"), ("Rhea", "is_a", "moons"), ("Iapetus", "is_a", "moons")} <= found
     assert ("Saturn", "is_a", "moons") not in found
     assert not [t for t in pattern_triples("He visited many cities, Rome, Paris and Vienna.") if t[1] == "is_a"]
+
+
+def test_a_place_between_commas_after_a_name_is_where_it_is_and_no_subject():
+    found = pattern_triples("The Old Bridge, in the centre of Mostar, is the best known of its bridges.")
+    assert ("Old Bridge", "located_in", "Mostar") in found
+    assert not [t for t in found if t[0] in ("centre", "Mostar") and t[1] == "is_a"]
