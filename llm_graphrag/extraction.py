@@ -1605,6 +1605,9 @@ def _action_of(word, text, end):
 _A_BEFORE = re.compile(r"(?<![\w-])(?:[Aa]n?|[Yy]our|[Mm]y|[Oo]ur|[Tt]heir)\s+(?:[\w-]+\s+)?$")
 
 
+_MOST_BEFORE = re.compile(r"\b(?:[Mm]ost|[Ll]east)\s+$")
+
+
 def _emit(run, mentions, text):
     if not run:
         return
@@ -1618,6 +1621,8 @@ def _emit(run, mentions, text):
         run = run[1:]
     while len(run) > 1 and _ranking(run[0][2]):
         run = run[1:]  # "the largest hot desert", "the second-longest river": the kind is a hot desert, a river
+    if len(run) > 1 and run[0][3] == "adj" and _MOST_BEFORE.search(text, max(0, run[0][0] - 8), run[0][0]):
+        run = run[1:]  # "the most populous city", "the most visited art museum": a city, an art museum
     while run and run[-1][3] in ("adj", "mod") and not (len(run) > 1 and run[-1][2] in ADJECTIVE_NOUNS):
         run = run[:-1]
     if not run:

@@ -581,7 +581,7 @@ def _documented_items(text, mentions):
 
 def _copula_ok(between):
     """Only determiners and modifiers between "is" and the category: "is a lightweight X"."""
-    words = _WORDS.findall(between)
+    words = [w for w in _WORDS.findall(between) if w.lower() not in ("s", "most", "least")]  # "the world's most visited"
     # Commas may part coordinate adjectives: "is the new, asynchronous-friendly standard".
     return len(words) <= 3 and not re.search(r"[();:]", between) and not any(
         w.lower() in _PREPOSITIONS or w.lower() in _PLACE_PREPOSITIONS for w in words
@@ -855,7 +855,7 @@ def _shared_head(a, b, masked):
 
 
 # "the package's", "the users'", "the world's most visited", "the world's largest"
-_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+(?:(?:most|least)\s+)?(?:[a-z]+est\s+)?")
+_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+(?:(?:most|least)\s+(?:[a-z]+\s+){0,2}|[a-z]+est\s+)?")
 # "to build a wheel using X": a means ("using", "utilizing") goes with the verb, and so
 # with its subject, not with the verb's object.
 _MEANS = re.compile(r"(?:using|utili[sz]ing)\b")
@@ -1146,7 +1146,7 @@ def _capitals(group, masked, sentence):
     for i, (a, b) in enumerate(zip(group, group[1:])):
         if a.type != "concept" or a.name.lower() not in ("capital", "capital city"):
             continue
-        if b.type == "concept" and i + 2 < len(group) and re.fullmatch(r"\s+and\s+(?:(?:the|its)\s+)?(?:[a-z]+est\s+)?", masked[a.end : b.start]):
+        if b.type == "concept" and i + 2 < len(group) and re.fullmatch(r"\s+and\s+(?:(?:the|its)\s+)?(?:(?:most|least)\s+[a-z]+\s+|[a-z]+est\s+)?", masked[a.end : b.start]):
             b = group[i + 2]  # "the capital and largest city of France"
             if masked[group[i + 1].end : b.start] != " of ":
                 continue

@@ -1584,3 +1584,9 @@ def test_the_word_before_an_adverb_of_manner_after_the_opening_noun_is_its_verb(
     found = {m.name for m in mentions_of("The rumour spread quickly through the town.")}
     assert {"rumour", "town"} <= found and not [n for n in found if "spread" in n]
     assert "mill wheel" in {m.name for m in mentions_of("The mill wheel turned slowly.")}
+
+
+def test_an_adjective_after_most_is_a_degree_no_part_of_the_kind():
+    found = {m.name for m in mentions_of("Lagos is the most populous city in Nigeria.")}
+    assert "city" in found and "populous city" not in found
+    assert "Web servers" in {m.name for m in mentions_of("It runs on most Web servers.")}

@@ -1351,3 +1351,8 @@ def test_a_place_between_commas_after_a_name_is_where_it_is_and_no_subject():
     found = pattern_triples("The Old Bridge, in the centre of Mostar, is the best known of its bridges.")
     assert ("Old Bridge", "located_in", "Mostar") in found
     assert not [t for t in found if t[0] in ("centre", "Mostar") and t[1] == "is_a"]
+
+
+def test_the_capital_and_most_populous_city_and_the_worlds_most_visited():
+    assert ("Lagos", "part_of", "Nigeria") in pattern_triples("The port of Lagos is the capital and most populous city of Nigeria.")
+    assert ("Prado", "is_a", "art museum") in pattern_triples("The Prado is the world's most visited art museum.")
