@@ -426,6 +426,7 @@ def pattern_relations(chunk, mentions, context):
             used.add((t_start, t_end))
             lefts = complements or (_left_list(group, left, masked, s_start) if (
                 reverse and rel != "is_a" or rel in ("causes", "uses", "produces", "part_of")
+                or rel == "is_a" and _PLURAL_COPULA.match(match.group())  # "the violin, the viola and the cello are"
             ) and not _PARTICIPLE.match(match.group()) else [left])  # "music, and composers such as X": X is a composer only
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
@@ -596,6 +597,7 @@ _LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
 _NEXT_INDEFINITE = re.compile(r"\s*,\s*(?:an?)\s")
 _INDEFINITE_BEFORE = re.compile(r"\b(?:an?|[Aa]n?)\s+(?:[\w-]+\s+)?$")
 _COPULA = re.compile(_BE + r"\b")
+_PLURAL_COPULA = re.compile(r"(?:are|were)\b")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
 _AFTER_PREPOSITION = re.compile(

@@ -1356,3 +1356,9 @@ def test_a_place_between_commas_after_a_name_is_where_it_is_and_no_subject():
 def test_the_capital_and_most_populous_city_and_the_worlds_most_visited():
     assert ("Lagos", "part_of", "Nigeria") in pattern_triples("The port of Lagos is the capital and most populous city of Nigeria.")
     assert ("Prado", "is_a", "art museum") in pattern_triples("The Prado is the world's most visited art museum.")
+
+
+def test_every_subject_of_a_plural_copula_is_of_the_kind():
+    found = pattern_triples("The oboe, the flute and the bassoon are woodwind instruments.")
+    assert {("oboe", "is_a", "woodwind instruments"), ("flute", "is_a", "woodwind instruments"), ("bassoon", "is_a", "woodwind instruments")} <= found
+    assert ("oboe", "is_a", "woodwind instrument") not in pattern_triples("He plays the oboe, and the flute is a woodwind instrument.")
