@@ -1321,6 +1321,8 @@ def concept_mentions(chunk, context):
     return mentions
 
 
+# Verbs whose "to" is a preposition before a noun ("leads to erosion", "belongs to the family").
+_TO_VERBS = frozenset("lead leads led leading belong belongs belonged refer refers referred contribute contributes contributed".split())
 # Adverbs that stand before a verb, not inside a noun phrase (the -ly ones are "adverb" anyway).
 _VERB_ADVERBS = frozenset("also often usually always never still sometimes rarely seldom mostly generally typically".split())
 
@@ -1348,6 +1350,10 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         return "adj"  # "made books far cheaper", "is larger than": no noun
     if k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their"):
         return "verb"  # an imperative opens its sentence: "Edit the settings"
+    if low in _TO_VERBS and k + 1 < len(tokens) and tokens[k + 1][2] == "to" and prev_class in ("noun", "name", "stop"):
+        return "verb"  # "reduces rainfall and leads to soil erosion"
+    if prev_word == "to" and k >= 2 and tokens[k - 2][2].lower() in _TO_VERBS and cls in ("noun", "ambiguous"):
+        return cls  # "to" as a preposition: "leads to soil erosion"
     if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (
         prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only") or prev_word in _VERB_ADVERBS
     ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):

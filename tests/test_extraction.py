@@ -1590,3 +1590,9 @@ def test_an_adjective_after_most_is_a_degree_no_part_of_the_kind():
     found = {m.name for m in mentions_of("Lagos is the most populous city in Nigeria.")}
     assert "city" in found and "populous city" not in found
     assert "Web servers" in {m.name for m in mentions_of("It runs on most Web servers.")}
+
+
+def test_leads_to_and_belongs_to_are_verbs_and_their_to_a_preposition():
+    found = {m.name for m in mentions_of("Overgrazing reduces grass cover and leads to soil erosion.")}
+    assert "soil erosion" in found and not [n for n in found if "leads" in n]
+    assert "users" in {m.name for m in mentions_of("Add users and groups to the list.")}
