@@ -1471,8 +1471,9 @@ def _only_verb_slot(low, k, tokens, text, proper=frozenset()):
     ):
         return False  # the opening noun phrase is nouns, names and their prepositions ("The Mona Lisa by Leonardo")
     return not any(
-        w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing"))
-        for _, _, w in tokens[k + 1 :]
+        (w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing")))
+        and tokens[i - 1][2].lower() not in ("and", "but", "or")  # a second verb phrase: "covers X and is home to Y"
+        for i, (_, _, w) in enumerate(tokens[k + 1 :], k + 1)
     )
 
 

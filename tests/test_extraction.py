@@ -1596,3 +1596,8 @@ def test_leads_to_and_belongs_to_are_verbs_and_their_to_a_preposition():
     found = {m.name for m in mentions_of("Overgrazing reduces grass cover and leads to soil erosion.")}
     assert "soil erosion" in found and not [n for n in found if "leads" in n]
     assert "users" in {m.name for m in mentions_of("Add users and groups to the list.")}
+
+
+def test_an_s_verb_after_the_opening_phrase_with_a_second_verb_phrase_after():
+    found = {m.name for m in mentions_of("The Atacama desert covers much of Chile and is very dry.")}
+    assert "Atacama desert" in found and not [n for n in found if "covers" in n]
