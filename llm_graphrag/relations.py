@@ -428,6 +428,8 @@ def pattern_relations(chunk, mentions, context):
                 reverse and rel != "is_a" or rel in ("causes", "uses", "produces", "part_of")
                 or rel == "is_a" and _PLURAL_COPULA.match(match.group())  # "the violin, the viola and the cello are"
             ) and not _PARTICIPLE.match(match.group()) else [left])  # "music, and composers such as X": X is a composer only
+            if rel == "is_a" and _BARE_PLURAL_COPULA.fullmatch(match.group()) and _kind_before_names(left, rights):
+                reverse = True  # "her best known novels are Emma and Persuasion": the names are novels
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
@@ -498,6 +500,16 @@ def pattern_relations(chunk, mentions, context):
 # What may open a clause before a participle that has no noun of its own: "the two", "the only".
 _BARE_OPENING = re.compile(r"(?:^|[;:]|\b(?:and|but|while|whereas)\b)\s*(?:(?:the|these|those|its|their)\s+)?(?:only\s+|main\s+|first\s+)?(?:one|two|three|four|five|several|many|most|some|ones?)?\s*$", re.I)
 _COPULA_AFTER = re.compile(r"\s*(?:is|are|was|were)\b(?!\s+(?:not|never|also|now|still|used|\w+ed|\w+ing|\w+ly)\b)")
+
+
+def _kind_before_names(left, rights):
+    """Whether a plural copula joins a plural common noun to names ("the main ports are
+    Hull and Goole"): the names are of the kind, not the kind of them."""
+    last = left.name.split()[-1]
+    return (
+        left.type == "concept" and not left.features.get("coref") and last.islower() and lemma(last) != last
+        and all(r.type in _NAMED and r.name[:1].isupper() and not r.features.get("coref") for r, _ in rights)
+    )
 
 
 def _complements(group, agent, masked, s_start, s_end, t_start):
@@ -598,6 +610,7 @@ _NEXT_INDEFINITE = re.compile(r"\s*,\s*(?:an?)\s")
 _INDEFINITE_BEFORE = re.compile(r"\b(?:an?|[Aa]n?)\s+(?:[\w-]+\s+)?$")
 _COPULA = re.compile(_BE + r"\b")
 _PLURAL_COPULA = re.compile(r"(?:are|were)\b")
+_BARE_PLURAL_COPULA = re.compile(r"(?:are|were)(?:\s+(?:(?:now|also|still)\s+)?(?:the|an?))?\s*")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
 _AFTER_PREPOSITION = re.compile(

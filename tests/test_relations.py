@@ -1362,3 +1362,10 @@ def test_every_subject_of_a_plural_copula_is_of_the_kind():
     found = pattern_triples("The oboe, the flute and the bassoon are woodwind instruments.")
     assert {("oboe", "is_a", "woodwind instruments"), ("flute", "is_a", "woodwind instruments"), ("bassoon", "is_a", "woodwind instruments")} <= found
     assert ("oboe", "is_a", "woodwind instrument") not in pattern_triples("He plays the oboe, and the flute is a woodwind instrument.")
+
+
+def test_names_after_a_plural_kind_and_a_copula_are_of_the_kind():
+    found = pattern_triples("The main ports are Hull and Goole.")
+    assert ("Hull", "is_a", "ports") in found and ("Goole", "is_a", "ports") in found
+    assert not [t for t in found if t[0] == "ports"]
+    assert ("wolves", "is_a", "canines") in pattern_triples("Wolves are canines.")
