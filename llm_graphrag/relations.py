@@ -442,6 +442,8 @@ def pattern_relations(chunk, mentions, context):
         found.extend(_kind_members(group, masked, sentence))
         if " and " in sentence:
             found.extend(_second_kinds(group, masked, sentence))
+        if "his " in sentence.lower() or "her " in sentence.lower() or "their " in sentence.lower():
+            found.extend(_works_of(group, masked, sentence, s_end))
         if "among" in sentence:
             found.extend(_among_them(group, masked, sentence, s_start, s_end))
         if " in " in sentence:
@@ -1466,6 +1468,37 @@ def _kind_members(group, masked, sentence):
         if any(m.type in ("version", "DATE", "step", "code") or m.features.get("coref") for m in members):
             continue
         found.extend(RelationCandidate(m, kind, "is_a", 0.6, 1.0, sentence, "patterns") for m in members if m.norm != kind.norm)
+    return found
+
+
+# What a maker makes: "his works", "her novels", "their best known albums".
+_WORK_NOUNS = frozenset(
+    "work painting novel book play poem composition opera symphony film song album writing invention design "
+    "sculpture building essay story".split()
+)
+_WORKS_VERB = re.compile(r"\s+(?:include|includes|included|are|were|comprise|comprises)\s+(?:the\s+)?")
+_PERSONAL_POSSESSIVES = frozenset("his her their".split())
+
+
+def _works_of(group, masked, sentence, s_end):
+    """"His works include the Brandenburg Concertos and the Goldberg Variations", "her best
+    known novels are Emma and Persuasion": the named works are owned by the possessor."""
+    found = []
+    for i, owner in enumerate(group):
+        if not owner.features.get("coref") or owner.surface.lower() not in _PERSONAL_POSSESSIVES or owner.type not in _MAKERS:
+            continue
+        for works in group[i + 1 : i + 3]:
+            between = masked[owner.end : works.start]
+            if works.type == "concept" and lemma(works.name.split()[-1]) in _WORK_NOUNS and _gap_words(between) <= 3 and not re.search(r"[,;:.()]", between):
+                break
+        else:
+            continue
+        verb = _WORKS_VERB.match(masked, works.end)
+        if verb is None:
+            continue
+        for work, _ in _rights_of(group, verb.end(), masked, s_end):
+            if work.type in _NAMED and work.name[:1].isupper() and not work.features.get("coref") and work.norm != owner.norm:
+                found.append(RelationCandidate(work, owner, "owned_by", 0.6, 1.0, sentence, "patterns"))
     return found
 
 

@@ -1369,3 +1369,11 @@ def test_names_after_a_plural_kind_and_a_copula_are_of_the_kind():
     assert ("Hull", "is_a", "ports") in found and ("Goole", "is_a", "ports") in found
     assert not [t for t in found if t[0] == "ports"]
     assert ("wolves", "is_a", "canines") in pattern_triples("Wolves are canines.")
+
+
+def test_the_named_works_of_a_possessor_are_owned_by_it():
+    text = "Ada Byron was an English poet. Her best known poems are Tide Song and Harbour Lights."
+    found = {c[:3] for c in candidates(text, relations.pattern_relations, title="Ada Byron")}
+    assert ("Tide Song", "owned_by", "Ada Byron") in found and ("Harbour Lights", "owned_by", "Ada Byron") in found
+    text = "Ada Byron was an English poet. Her cats include Tide and Harbour."
+    assert not [c for c in candidates(text, relations.pattern_relations, title="Ada Byron") if c[1] == "owned_by"]
