@@ -143,6 +143,9 @@ _PATTERNS = [
     # eastward across Brazil" (a named place only), "the battle took place in Flanders".
     (r"\b(?:flows?|flowed|flowing|passes|passed|passing|runs|ran)\s+(?:\w+(?:ly|wards?)\s+)?(?:through|across)\b", "located_in", 0.7, False),
     (r"\b(?:takes?|took|taken|taking)\s+place\s+(?:in|at|on|inside|within)\b", "located_in", 0.75, False),
+    # Where a story is set: "the play is set in Denmark", "a novel set in Victorian London"
+    # (a named place only: "the value is set in settings.py" places nothing).
+    (rf"\b(?:{_BE}\s+{_ADV})?set\s+(?:mainly\s+|mostly\s+|largely\s+)?(?:in|on)\b", "located_in", 0.7, False),
     # Where a thing reads its configuration from: "the gateway reads its configuration from X".
     (r"\b(?:reads?|loads?|takes?|gets?|reading|loading)\s+(?:its|their|the)\s+(?:configuration|config|settings|options)\s+from\b", "configured_via", 0.8, False),
     # What a place is home to is in it: "Tokyo is home to the Tokyo Stock Exchange".
@@ -171,7 +174,7 @@ TRIGGER_LEADS = frozenset(
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    reads read reading loads load loading gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur lies lie lay lying made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    reads read reading loads load loading gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur set lies lie lay lying made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -237,6 +240,7 @@ _MODAL_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(MODALS))})\s+(?:not\s+)?(?:\
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
 _SUPPORTS = re.compile(r"\bsupport")
+_SET_IN = re.compile(r"\bset\s")
 _MADE = re.compile(r"(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:" + _MAKER_NOT + "))")
 _MAKERS = frozenset(("name", "PERSON", "ORG"))
 _CREATED_BY = re.compile(r"\b(?:created|built|generated)\b")
@@ -366,7 +370,7 @@ def pattern_relations(chunk, mentions, context):
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
             if rel == "located_in" and " place " in match.group() and left is not group[0]:
                 continue  # an event's place is said of the clause's subject, not of "tracking of X"
-            if rel == "located_in" and rights and match.group().endswith(("through", "across")):
+            if rel == "located_in" and rights and (match.group().endswith(("through", "across")) or _SET_IN.search(match.group())):
                 rights = [r for r in rights if r[0].type in ("name", "GPE", "LOC")]  # "passes through the middleware": no place
             if rel == "located_in" and rights:
                 rights = [(_place_beyond(group, r, masked), gap) for r, gap in rights]
