@@ -100,7 +100,7 @@ _PATTERNS = [
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
     # A maker named by a participle with no copula, a year between: "a theory proposed by
     # X", "founded in 1865 by X", "the novel written by X".
-    (rf"\b(?:co-)?(?:founded|proposed|invented|designed|composed|painted|directed|published|authored|developed|written|established)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
+    (rf"\b(?:[Cc]o-)?(?:[Ff]ounded|[Pp]roposed|[Ii]nvented|[Dd]esigned|[Cc]omposed|[Pp]ainted|[Dd]irected|[Pp]ublished|[Aa]uthored|[Dd]eveloped|[Ww]ritten|[Ee]stablished)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
     # The active voice, a maker's name before (_MAKERS): "Gutenberg developed a printing press";
     # a preposition after is a participle's ("developed in Mainz").
     (rf"\b(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:{_MAKER_NOT}))", "owned_by", 0.7, True),
@@ -173,6 +173,7 @@ TRIGGER_LEADS = frozenset(
     generates generate generated publishes publish creates create created built based headquartered emitted yielded releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given
+    Co Founded Proposed Invented Designed Composed Painted Directed Published Authored Developed Written Established
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
     reads read reading loads load loading gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur set lies lie lay lying made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
@@ -381,6 +382,8 @@ def pattern_relations(chunk, mentions, context):
                 complements = _complements(group, rights[-1][0], masked, s_start, s_end, t_start)
                 if complements:
                     left, left_gap = complements[0], 1
+            if left is None and not reverse and rights and not _finite(match.group()) and not masked[s_start:t_start].strip():
+                left, left_gap = _main_subject(group, rights[-1][0], masked, s_end), 1  # "Designed by X, the tower was"
             if left is None or not rights:
                 continue
             if rel == "is_a" and len(rights) > 1 and _shared_head(rights[0][0], rights[1][0], masked):
@@ -506,6 +509,26 @@ def pattern_relations(chunk, mentions, context):
 # What may open a clause before a participle that has no noun of its own: "the two", "the only".
 _BARE_OPENING = re.compile(r"(?:^|[;:]|\b(?:and|but|while|whereas)\b)\s*(?:(?:the|these|those|its|their)\s+)?(?:only\s+|main\s+|first\s+)?(?:one|two|three|four|five|several|many|most|some|ones?)?\s*$", re.I)
 _COPULA_AFTER = re.compile(r"\s*(?:is|are|was|were)\b(?!\s+(?:not|never|also|now|still|used|\w+ed|\w+ing|\w+ly)\b)")
+
+
+_CLAUSE_COMMA = re.compile(r"[^,;:.()]*,\s*(?:(?:the|this|that|its|his|her|their)\s+)?")
+
+
+def _main_subject(group, last, masked, s_end):
+    """The subject of the main clause after a participle clause that opens the sentence
+    ("Designed by Gustave Eiffel and completed in 1889, it was built ..."): the mention
+    right after the comma that closes it; None if another mention comes first."""
+    comma = _CLAUSE_COMMA.match(masked, last.end, s_end)
+    if comma is None:
+        return None
+    i = group.index(last) + 1
+    while i < len(group) and group[i].start < comma.end():
+        if group[i].type not in ("DATE", "version"):
+            return None  # "Designed by X for the Y, ...": the phrase went on
+        i += 1
+    if i < len(group) and group[i].start == comma.end() and group[i].type not in ("DATE", "version", "step"):
+        return group[i]
+    return None
 
 
 def _kind_before_names(left, rights):

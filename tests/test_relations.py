@@ -1382,3 +1382,10 @@ def test_the_named_works_of_a_possessor_are_owned_by_it():
 def test_where_a_story_is_set_is_a_named_place_it_is_in():
     assert ("play", "located_in", "Verona") in pattern_triples("The play is set in Verona.")
     assert not [t for t in pattern_triples("The timeout is set in the configuration file.") if t[1] == "located_in"]
+
+
+def test_a_maker_in_an_opening_participle_clause_made_the_main_clauses_subject():
+    found = pattern_triples("Founded in 1826 by Thomas Telford, the canal company prospered.")
+    assert ("canal company", "owned_by", "Thomas Telford") in found
+    found = pattern_triples("Designed by Ada Byron for the Tide Office, the gauge was cheap.")
+    assert not [t for t in found if t[1] == "owned_by" and t[0] == "gauge"]
