@@ -437,6 +437,8 @@ def pattern_relations(chunk, mentions, context):
             ) and not _PARTICIPLE.match(match.group()) else [left])  # "music, and composers such as X": X is a composer only
             if rel == "is_a" and _BARE_PLURAL_COPULA.fullmatch(match.group()) and _kind_before_names(left, rights):
                 reverse = True  # "her best known novels are Emma and Persuasion": the names are novels
+            if rel == "part_of" and reverse and _INCLUDE.match(match.group()) and _kind_before_names(left, rights):
+                rel, reverse = "is_a", True  # "famous volcanoes include Mount Etna": Etna is a volcano, no part of one
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
@@ -639,6 +641,7 @@ _NEXT_INDEFINITE = re.compile(r"\s*,\s*(?:an?)\s")
 _INDEFINITE_BEFORE = re.compile(r"\b(?:an?|[Aa]n?)\s+(?:[\w-]+\s+)?$")
 _COPULA = re.compile(_BE + r"\b")
 _PLURAL_COPULA = re.compile(r"(?:are|were)\b")
+_INCLUDE = re.compile(r"includ")
 _BARE_PLURAL_COPULA = re.compile(r"(?:are|were)(?:\s+(?:(?:now|also|still)\s+)?(?:the|an?))?\s*")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())

@@ -1389,3 +1389,10 @@ def test_a_maker_in_an_opening_participle_clause_made_the_main_clauses_subject()
     assert ("canal company", "owned_by", "Thomas Telford") in found
     found = pattern_triples("Designed by Ada Byron for the Tide Office, the gauge was cheap.")
     assert not [t for t in found if t[1] == "owned_by" and t[0] == "gauge"]
+
+
+def test_names_a_plural_kind_includes_are_of_the_kind():
+    found = pattern_triples("Its main ports include Hull, Goole and Grimsby.")
+    assert {("Hull", "is_a", "ports"), ("Grimsby", "is_a", "ports")} <= found
+    assert not [t for t in found if t[1] == "part_of"]
+    assert ("Tide Song", "part_of", "collection") in pattern_triples("The collection includes Tide Song.")
