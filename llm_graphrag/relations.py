@@ -356,12 +356,14 @@ def pattern_relations(chunk, mentions, context):
                                 found.append(RelationCandidate(right, maker, rel, weight, proximity, sentence, "patterns"))
                 continue
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
+            inserted = False
             if rel == "causes" and left is not None:
                 left = _event_agent(group, left, masked, t_start)
             if left is not None and not _finite(match.group()):
                 if rel == "located_in" and left.type == "concept":
                     left = _phrase_head(group, left, masked)
-                if _COMMA_BEFORE.fullmatch(masked, left.end, t_start):
+                inserted = _COMMA_BEFORE.fullmatch(masked, left.end, t_start) is not None
+                if inserted:
                     # "the largest reef in the world, located off Queensland": a participle
                     # after a comma is said of the noun a prepositional phrase hangs on
                     left = _subject(group, group.index(left), masked, s_start) or left
@@ -369,6 +371,8 @@ def pattern_relations(chunk, mentions, context):
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
+            if inserted and len(rights) > 1 and _COMMA_AND.fullmatch(masked, rights[0][0].end, rights[1][0].start):
+                rights = rights[:1]  # "the Mona Lisa, painted by Leonardo, and the Venus de Milo": the comma closes the insertion
             if rel == "located_in" and " place " in match.group() and left is not group[0]:
                 continue  # an event's place is said of the clause's subject, not of "tracking of X"
             if rel == "located_in" and rights and (match.group().endswith(("through", "across")) or _SET_IN.search(match.group())):
@@ -672,6 +676,7 @@ _AND_SECOND_VERB = re.compile(r"\s+(?:and|but)\s+(?:(?:also|then|later|now)\s+)?
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?")
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
+_COMMA_AND = re.compile(r"\s*,\s*(?:and|or)\s+(?:the\s+|an?\s+)?")
 _RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
 # A copula after the comma that closes an insertion, before a participle: "X, located in

@@ -1396,3 +1396,10 @@ def test_names_a_plural_kind_includes_are_of_the_kind():
     assert {("Hull", "is_a", "ports"), ("Grimsby", "is_a", "ports")} <= found
     assert not [t for t in found if t[1] == "part_of"]
     assert ("Tide Song", "part_of", "collection") in pattern_triples("The collection includes Tide Song.")
+
+
+def test_a_comma_and_after_a_participle_insertion_ends_it():
+    found = pattern_triples("The hall holds the Tide Map, painted by Ada Byron, and the Harbour Clock.")
+    assert ("Tide Map", "owned_by", "Ada Byron") in found and not [t for t in found if t[2] == "Harbour Clock" and t[1] == "owned_by"]
+    found = pattern_triples("The Rhine, used by barges, boats and ferries, is busy.")
+    assert ("ferries", "uses", "Rhine") in found
