@@ -2022,7 +2022,12 @@ def coref_lite(chunk, mentions, analysis, subject=None, lower_words=None):
 def _resolve(chunk, mentions, analysis, subject, animacy, classes, learn_things=True):
     masked = analysis.masked
     anchors = sorted(
-        (m for m in mentions if m.type not in ("concept", "version", "DATE", "step") and not m.features.get("head")),
+        (
+            m for m in mentions if not m.features.get("head") and (
+                m.type not in ("concept", "version", "DATE", "step")
+                or m.type == "concept" and subject is not None and m.norm == subject.norm  # "Jupiter is ...", opening its sentence
+            )
+        ),
         key=lambda m: m.start,
     )
     by_sentence = {}

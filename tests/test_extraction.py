@@ -1601,3 +1601,8 @@ def test_leads_to_and_belongs_to_are_verbs_and_their_to_a_preposition():
 def test_an_s_verb_after_the_opening_phrase_with_a_second_verb_phrase_after():
     found = {m.name for m in mentions_of("The Atacama desert covers much of Chile and is very dry.")}
     assert "Atacama desert" in found and not [n for n in found if "covers" in n]
+
+
+def test_it_opening_a_sentence_takes_the_title_subject_that_opened_the_last_one():
+    found = mentions_of("Saturn is the sixth planet from the Sun. It is a gas giant.", title="Saturn")
+    assert [m.name for m in found if m.features.get("coref")] == ["Saturn"]
