@@ -662,7 +662,7 @@ _PP_OBJECT = re.compile(_AFTER_PREPOSITION.pattern[: -len(r"(?:the\s+|an?\s+)?$"
 # A participle with no copula hangs on the noun right before it ("software and applications
 # written in Python": the applications are).
 _PARTICIPLE = re.compile(r"(?:[a-z]+ed|written|built|found|known|made|run)\b")
-_NOT_FINITE = frozenset("found known built written powered such like as originally also often commonly aka called".split())
+_NOT_FINITE = frozenset("found known built written made powered such like as originally also often commonly aka called".split())
 
 
 def _finite(trigger):

@@ -1403,3 +1403,8 @@ def test_a_comma_and_after_a_participle_insertion_ends_it():
     assert ("Tide Map", "owned_by", "Ada Byron") in found and not [t for t in found if t[2] == "Harbour Clock" and t[1] == "owned_by"]
     found = pattern_triples("The Rhine, used by barges, boats and ferries, is busy.")
     assert ("ferries", "uses", "Rhine") in found
+
+
+def test_what_a_described_thing_is_made_of_is_part_of_the_thing():
+    found = pattern_triples("Bronze is an alloy made of copper and tin.")
+    assert ("copper", "part_of", "Bronze") in found and ("tin", "part_of", "Bronze") in found
