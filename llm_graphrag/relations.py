@@ -1850,7 +1850,7 @@ _AUXILIARIES = frozenset(
 _RELATION_PREPOSITIONS = frozenset(
     """of in on at to for from by with into onto about over under through between among
     against during without within across after before since until upon via toward towards
-    behind beyond near along around throughout as like per up out off down away back""".split()
+    behind beyond near along around throughout as like per up out off down away back above below beneath""".split()
 )
 # Irregular past forms and participles the verb lexicon lacks: "was born in", "fought in".
 _IRREGULAR_PAST = frozenset(
@@ -1955,7 +1955,7 @@ _PREPOSITION_BEFORE = re.compile(
     re.I,
 )
 # What joins a head noun to its prepositional object: "movement of the plates".
-_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with|by)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
+_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with|by|above|below|near)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
 # What opens an apposition: "Johannes Gutenberg, a goldsmith from Mainz, developed".
 _APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the|(?P<relative>who|which))\s")
 # Verbs that link a subject to a noun, which a relation phrase may then hold ("is a city

@@ -1408,3 +1408,8 @@ def test_a_comma_and_after_a_participle_insertion_ends_it():
 def test_what_a_described_thing_is_made_of_is_part_of_the_thing():
     found = pattern_triples("Bronze is an alloy made of copper and tin.")
     assert ("copper", "part_of", "Bronze") in found and ("tin", "part_of", "Bronze") in found
+
+
+def test_a_participle_after_a_comma_skips_a_phrase_above_or_below():
+    found = pattern_triples("Ben Nevis is the highest mountain above sea level, located in the Grampians.")
+    assert ("Ben Nevis", "located_in", "Grampians") in found and ("sea level", "located_in", "Grampians") not in found
