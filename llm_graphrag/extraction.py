@@ -194,7 +194,7 @@ COMMON_ADJECTIVES = frozenset(
     prior newer older larger smaller bigger higher lower faster slower better worse earlier
     later greater concrete deterministic threadsafe safe green heavy warm cold hot dry wet
     free easier harder simpler built-in client-side server-side third-party first-party
-    open-source multi-threaded official""".split()
+    open-source multi-threaded official famous notable renowned prominent celebrated""".split()
 )
 # Adjectives that carry meaning inside a compound ("standard library", "open source").
 KEEP_ADJECTIVES = frozenset("standard open native pure built-in".split())

@@ -1606,3 +1606,8 @@ def test_an_s_verb_after_the_opening_phrase_with_a_second_verb_phrase_after():
 def test_it_opening_a_sentence_takes_the_title_subject_that_opened_the_last_one():
     found = mentions_of("Saturn is the sixth planet from the Sun. It is a gas giant.", title="Saturn")
     assert [m.name for m in found if m.features.get("coref")] == ["Saturn"]
+
+
+def test_a_word_of_praise_before_a_noun_is_no_part_of_its_kind():
+    found = {m.name for m in mentions_of("Its famous bridges draw many visitors.")}
+    assert "bridges" in found and "famous bridges" not in found
