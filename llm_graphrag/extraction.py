@@ -229,7 +229,7 @@ _IC_NOUNS = frozenset(
 )
 
 ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs mr mrs ms dr prof jr sr st fig no al approx cf ca inc ltd co corp".split()
+    "e.g i.e etc vs mr mrs ms dr prof jr sr st mt fig no al approx cf ca inc ltd co corp".split()
 )
 HEADING_STOPLIST = frozenset(
     """introduction overview contents summary notes note examples example usage reference
@@ -1033,6 +1033,22 @@ def identifier_mentions(chunk, context):
     return mentions
 
 
+# What a possessive in a place's name ends with: "Hadrian's Wall", "St Paul's Cathedral".
+_POSSESSED_PLACES = frozenset(
+    "wall cathedral church chapel abbey college university school hospital bridge island bay square park "
+    "road street lane gate tower palace castle hall lake peak point head end".split()
+)
+
+
+def _place_possessive(word, following):
+    """Whether ``word``'s possessive goes on into a place's name ("Hadrian's Wall")."""
+    return word.endswith(("'s", "’s")) and following.lower() in _POSSESSED_PLACES and following[0].isupper()
+
+
+# Abbreviated words a place's name goes on after: "St. Paul's", "Mt. Fuji", "Ft. Worth".
+_NAME_TITLES = frozenset("St Mt Ft".split())
+
+
 def name_mentions(chunk, context):
     """Capitalised names: runs of capitalised words, acronyms, initials (``Fred L. Drake``)."""
     analysis = context.analyze(chunk)
@@ -1058,10 +1074,10 @@ def name_mentions(chunk, context):
                 gap = masked[tokens[j - 1][1] : tokens[j][0]]
                 w = tokens[j][2]
                 bare = gap.strip()
-                if "\n\n" in gap or "'" in tokens[j - 1][2] or (bare and bare not in (".", ",")) or (
+                if "\n\n" in gap or "'" in tokens[j - 1][2] and not _place_possessive(tokens[j - 1][2], w) or (bare and bare not in (".", ",")) or (
                     blocks and _crosses_block(text, tokens[j - 1][1], tokens[j][0])
                 ) or (
-                    bare == "." and len(tokens[j - 1][2]) != 1
+                    bare == "." and len(tokens[j - 1][2]) != 1 and tokens[j - 1][2] not in _NAME_TITLES
                 ) or (bare == "," and w not in ("Jr", "Sr")):
                     break
                 if w[0].isupper() and w not in SHOUTING and not (w.lower() in STOPWORDS and not w.isupper()):

@@ -1611,3 +1611,9 @@ def test_it_opening_a_sentence_takes_the_title_subject_that_opened_the_last_one(
 def test_a_word_of_praise_before_a_noun_is_no_part_of_its_kind():
     found = {m.name for m in mentions_of("Its famous bridges draw many visitors.")}
     assert "bridges" in found and "famous bridges" not in found
+
+
+def test_a_place_name_goes_on_past_st_mt_and_a_possessive_before_its_kind():
+    found = {m.name for m in mentions_of("Pilgrims walk from Mt. Tabor to St. Anne's Church past Hadrian's Wall.")}
+    assert {"Mt. Tabor", "St. Anne's Church", "Hadrian's Wall"} <= found
+    assert "Hamlet" in {m.name for m in mentions_of("We read Marlowe's Hamlet.")}
