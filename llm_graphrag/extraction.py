@@ -1364,8 +1364,11 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     cls = word_class(low)
     if cls == "noun" and _compared(low, k, tokens, prev_word):
         return "adj"  # "made books far cheaper", "is larger than": no noun
-    if k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their"):
-        return "verb"  # an imperative opens its sentence: "Edit the settings"
+    if (
+        k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens)
+        and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their") and not text[tokens[k][1] : tokens[k + 1][0]].strip()
+    ):
+        return "verb"  # an imperative opens its sentence: "Edit the settings" (not "Insulin, a hormone")
     if low in _TO_VERBS and k + 1 < len(tokens) and tokens[k + 1][2] == "to" and prev_class in ("noun", "name", "stop"):
         return "verb"  # "reduces rainfall and leads to soil erosion"
     if prev_word == "to" and k >= 2 and tokens[k - 2][2].lower() in _TO_VERBS and cls in ("noun", "ambiguous"):

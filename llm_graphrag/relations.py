@@ -390,6 +390,10 @@ def pattern_relations(chunk, mentions, context):
                 left, left_gap = _main_subject(group, rights[-1][0], masked, s_end), 1  # "Designed by X, the tower was"
             if left is None or not rights:
                 continue
+            if rel == "is_a" and match.group().startswith(",") and len(rights) > 1 and not any(
+                _AND_OR.search(masked, a.end, b.start) for (a, _), (b, _) in zip(rights, rights[1:])
+            ):
+                rights = rights[:1]  # "Mercury, the smallest of the planets, orbits": the comma closes the apposition
             if rel == "is_a" and len(rights) > 1 and _shared_head(rights[0][0], rights[1][0], masked):
                 rights = rights[1:]  # "the original build and distribution system": one system
             if rel != "is_a":
@@ -676,6 +680,7 @@ _AND_SECOND_VERB = re.compile(r"\s+(?:and|but)\s+(?:(?:also|then|later|now)\s+)?
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?")
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
+_AND_OR = re.compile(r"\b(?:and|or)\b")
 _COMMA_AND = re.compile(r"\s*,\s*(?:and|or)\s+(?:the\s+|an?\s+)?")
 _RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")

@@ -1617,3 +1617,9 @@ def test_a_place_name_goes_on_past_st_mt_and_a_possessive_before_its_kind():
     found = {m.name for m in mentions_of("Pilgrims walk from Mt. Tabor to St. Anne's Church past Hadrian's Wall.")}
     assert {"Mt. Tabor", "St. Anne's Church", "Hadrian's Wall"} <= found
     assert "Hamlet" in {m.name for m in mentions_of("We read Marlowe's Hamlet.")}
+
+
+def test_a_word_opening_a_sentence_before_a_comma_and_an_apposition_is_no_imperative():
+    found = {m.name for m in mentions_of("Keratin, a protein found in hair, is tough.")}
+    assert {"Keratin", "protein"} <= found
+    assert "Edit" not in {m.name for m in mentions_of("Edit the settings file.")}

@@ -1413,3 +1413,10 @@ def test_what_a_described_thing_is_made_of_is_part_of_the_thing():
 def test_a_participle_after_a_comma_skips_a_phrase_above_or_below():
     found = pattern_triples("Ben Nevis is the highest mountain above sea level, located in the Grampians.")
     assert ("Ben Nevis", "located_in", "Grampians") in found and ("sea level", "located_in", "Grampians") not in found
+
+
+def test_an_apposition_after_a_subject_ends_at_its_closing_comma():
+    found = pattern_triples("Keratin, a protein found in hair, is tough.")
+    assert ("Keratin", "is_a", "protein") in found
+    found = pattern_triples("It lies on Ceres, the largest of the asteroids, which orbits the Sun.")
+    assert ("Ceres", "is_a", "asteroids") in found and len([t for t in found if t[1] == "is_a"]) == 1
