@@ -2073,6 +2073,8 @@ def _resolve(chunk, mentions, analysis, subject, animacy, classes, learn_things=
         if antecedent is None:
             continue
         antecedent = antecedent.antecedent or antecedent
+        if antecedent.type == "concept" and subject is not None and antecedent.norm == subject.norm:
+            antecedent = subject  # the title's subject, as a name, rather than its opening word read as common
         if animacy is not None and (kind == "person" or kind == "it" and masked[start + 1 : start + 2] in "tT" and (
             learn_things or start == analysis.sentences[index][0]
         )):
