@@ -1179,10 +1179,13 @@ def _compared(low, k, tokens, prev_word):
 _ORDINALS = frozenset("second third fourth fifth sixth seventh eighth ninth tenth".split())
 
 
+_DIRECTION_MOST = re.compile(r"(?:north|south|east|west|north-?east|north-?west|south-?east|south-?west|northern|southern|eastern|western|inner|outer|upper|lower|utter|top|fore|hind)most")
+
+
 def _ranking(word):
     """A word that ranks a thing among its kind, no part of the kind's name: "largest",
     "sixth", "second-longest", "most-visited"."""
-    if word in _ORDINALS or _superlative(word):
+    if word in _ORDINALS or _superlative(word) or _DIRECTION_MOST.fullmatch(word):
         return True
     first, _, rest = word.partition("-")
     return bool(rest) and (first in _ORDINALS or first in ("most", "least")) and "-" not in rest

@@ -1623,3 +1623,8 @@ def test_a_word_opening_a_sentence_before_a_comma_and_an_apposition_is_no_impera
     found = {m.name for m in mentions_of("Keratin, a protein found in hair, is tough.")}
     assert {"Keratin", "protein"} <= found
     assert "Edit" not in {m.name for m in mentions_of("Edit the settings file.")}
+
+
+def test_a_direction_superlative_in_most_ranks_and_is_no_part_of_the_kind():
+    found = {m.name for m in mentions_of("Unst is the northernmost island of Britain.")}
+    assert "island" in found and "northernmost island" not in found
