@@ -443,6 +443,11 @@ def pattern_relations(chunk, mentions, context):
                 reverse and rel != "is_a" or rel in ("causes", "uses", "produces", "part_of")
                 or rel == "is_a" and _PLURAL_COPULA.match(match.group())  # "the violin, the viola and the cello are"
             ) and not _PARTICIPLE.match(match.group()) else [left])  # "music, and composers such as X": X is a composer only
+            if rel == "located_in" and not complements and (
+                _PLURAL_VERB.match(match.group()) or _PLURAL_BEFORE.search(masked, max(s_start, t_start - 16), t_start)
+            ):
+                # "penguins, seals and whales live in", "lions and leopards are found in" (no "of" object: "the cache of Basin and the index")
+                lefts = [left] + [m for m in _left_list(group, left, masked, s_start)[1:] if not _AFTER_PREPOSITION.search(masked, max(s_start, m.start - 12), m.start)]
             if rel == "is_a" and _BARE_PLURAL_COPULA.fullmatch(match.group()) and _kind_before_names(left, rights):
                 reverse = True  # "her best known novels are Emma and Persuasion": the names are novels
             if rel == "part_of" and reverse and _INCLUDE.match(match.group()) and _kind_before_names(left, rights):
@@ -650,6 +655,8 @@ _INDEFINITE_BEFORE = re.compile(r"\b(?:an?|[Aa]n?)\s+(?:[\w-]+\s+)?$")
 _COPULA = re.compile(_BE + r"\b")
 _PLURAL_COPULA = re.compile(r"(?:are|were)\b")
 _INCLUDE = re.compile(r"includ")
+_PLURAL_VERB = re.compile(r"(?:are|were|live|lie|occur|reside)\b")
+_PLURAL_BEFORE = re.compile(r"\b(?:are|were)\s+(?:(?:\w+ly|also|only|still)\s+)?$")
 _BARE_PLURAL_COPULA = re.compile(r"(?:are|were)(?:\s+(?:(?:now|also|still)\s+)?(?:the|an?))?\s*")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())

@@ -1420,3 +1420,10 @@ def test_an_apposition_after_a_subject_ends_at_its_closing_comma():
     assert ("Keratin", "is_a", "protein") in found
     found = pattern_triples("It lies on Ceres, the largest of the asteroids, which orbits the Sun.")
     assert ("Ceres", "is_a", "asteroids") in found and len([t for t in found if t[1] == "is_a"]) == 1
+
+
+def test_every_subject_coordinated_before_a_plural_place_verb_is_there():
+    found = pattern_triples("Otters, voles and herons live along the Tarn in Lorvia.") | pattern_triples("Lions and leopards are found in Kenya.")
+    assert ("lions", "located_in", "Kenya") in found and ("leopards", "located_in", "Kenya") in found
+    found = pattern_triples("The cache of Basin and the index are stored in Redis.")
+    assert ("index", "located_in", "Redis") in found and ("Basin", "located_in", "Redis") not in found
