@@ -687,6 +687,7 @@ _AND_SECOND_VERB = re.compile(r"\s+(?:and|but)\s+(?:(?:also|then|later|now)\s+)?
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?")
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
+_ASIDE = re.compile(r"\s*\([^()]*\)\s*")
 _AND_OR = re.compile(r"\b(?:and|or)\b")
 _COMMA_AND = re.compile(r"\s*,\s*(?:and|or)\s+(?:the\s+|an?\s+)?")
 _RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
@@ -718,6 +719,8 @@ def _left_of(group, position, masked, ends=None, finite=False):
             # Japan, is", "the tower, located in Paris, was designed by": Tokyo, the tower
             return head, 1
     between = between[1:] if between.startswith(")") else between  # "X (Y) is": Y
+    if _ASIDE.fullmatch(between):
+        between = " "  # "Toni Morrison (1931–2019) was": an aside with no mention in it
     if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between) or best.type in ("DATE", "version") and re.fullmatch(
         r"\s+(?:and|but)\s+(?:\w+\s+)?", between
     ):  # "founded in 1994 and is headquartered in": a date is no subject

@@ -1427,3 +1427,8 @@ def test_every_subject_coordinated_before_a_plural_place_verb_is_there():
     assert ("lions", "located_in", "Kenya") in found and ("leopards", "located_in", "Kenya") in found
     found = pattern_triples("The cache of Basin and the index are stored in Redis.")
     assert ("index", "located_in", "Redis") in found and ("Basin", "located_in", "Redis") not in found
+
+
+def test_an_aside_in_parentheses_after_the_subject_is_skipped():
+    assert ("Ada Byron", "is_a", "poet") in pattern_triples("Ada Byron (1815–1852) was an English poet.")
+    assert ("Ada Byron", "is_a", "poet") in pattern_triples("Ada Byron (born 1950) is a poet.")
