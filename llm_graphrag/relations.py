@@ -158,6 +158,8 @@ _PATTERNS = [
     (rf"\b(?:{_BE}\s+)?(?:made\s+(?:up\s+)?|composed\s+|comprised\s+){_ADV}of\b", "part_of", 0.7, True),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
+    # A name's official form: "Peru, officially the Republic of Peru, is".
+    (r",\s+(?:officially|formally)\s+(?:(?:known\s+as|called|named)\s+)?(?:the\s+)?", "same_as", 0.8, False),
 ]
 _COMPILED = [(re.compile(p), rel, w, rev) for p, rel, w, rev in _PATTERNS]
 # The words a trigger opens with: every pattern above starts with one of them (a whole
@@ -753,9 +755,9 @@ def _left_of(group, position, masked, ends=None, finite=False):
 
 
 # What opens an insertion the verb after it skips: "being ...", a participle ("specified by")
-# or another name ("Zstandard, or zstd as short version, is"), or a place ("the reef, off the
-# coast of Queensland, is").
-_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|(?:written|built|made|known|found|born|held|kept|seen)\s|or\s|(?:off|near|along|in|on|at)\s+the\s)")
+# or another name ("Zstandard, or zstd as short version, is", "Peru, officially the Republic
+# of Peru, is"), or a place ("the reef, off the coast of Queensland, is").
+_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|(?:written|built|made|known|found|born|held|kept|seen)\s|or\s|(?:off|near|along|in|on|at)\s+the\s|(?:officially|formally|properly)\s)")
 
 
 def _apposition_head(group, index, masked):
