@@ -266,7 +266,7 @@ def _negated(text, trigger_length):
 
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
 # Coordination, with the trigger's preposition repeated: "specified by X and by Y".
-_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:the\s+|an?\s+|(?:over\s+|about\s+|some\s+)?\d[\d,]*\s+)?$")
+_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:[Tt]he\s+|an?\s+|(?:over\s+|about\s+|some\s+)?\d[\d,]*\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
 _WORDS = re.compile(r"\w+")
 MAX_GAP_WORDS = 5

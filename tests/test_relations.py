@@ -1438,3 +1438,8 @@ def test_a_names_official_form_is_the_same_thing_and_no_subject():
     found = pattern_triples("Lorvia, officially the Republic of Lorvia, is a country.")
     assert ("Lorvia", "same_as", "Republic of Lorvia") in found and ("Lorvia", "is_a", "country") in found
     assert ("Republic of Lorvia", "is_a", "country") not in found
+
+
+def test_a_list_goes_on_past_a_titles_capitalised_the():
+    found = pattern_triples("Ada Byron wrote Tide Songs and The Harbour Clock.")
+    assert ("Tide Songs", "owned_by", "Ada Byron") in found and ("Harbour Clock", "owned_by", "Ada Byron") in found
