@@ -468,6 +468,8 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_second_kinds(group, masked, sentence))
         if "his " in sentence.lower() or "her " in sentence.lower() or "their " in sentence.lower():
             found.extend(_works_of(group, masked, sentence, s_end))
+        if ", " in sentence:
+            found.extend(_possessed_names(group, masked, sentence))
         if "among" in sentence:
             found.extend(_among_them(group, masked, sentence, s_start, s_end))
         if " in " in sentence:
@@ -1551,6 +1553,39 @@ def _works_of(group, masked, sentence, s_end):
         for work, _ in _rights_of(group, verb.end(), masked, s_end):
             if work.type in _NAMED and work.name[:1].isupper() and not work.features.get("coref") and work.norm != owner.norm:
                 found.append(RelationCandidate(work, owner, "owned_by", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+_POSSESSIVE_PRONOUNS = frozenset("its his her their".split())
+_NAME_CLOSE = re.compile(r"\s*,")
+
+
+def _possessed_names(group, masked, sentence):
+    """"Its capital, Lima, lies ...", "Her best known novel, Beloved, won ...": the name
+    between commas after a possessive's noun is of that kind; a capital is part of the
+    possessor, a work owned by its person."""
+    found = []
+    for i in range(len(group) - 2):
+        owner = group[i]
+        if not owner.features.get("coref") or owner.surface.lower() not in _POSSESSIVE_PRONOUNS:
+            continue
+        k = i + 1
+        if group[k].type == "concept" and group[k].name.lower() == "best" and k + 2 < len(group):
+            k += 1  # "her best known novel": "best" is no noun of its own
+        kind, name = group[k], group[k + 1]
+        between = masked[owner.end : kind.start]
+        if kind.type != "concept" or _gap_words(between) > 3 or re.search(r"[,;:.()]", between):
+            continue
+        if name.type not in _NAMED or not name.name[:1].isupper() or name.features.get("coref"):
+            continue
+        if not _APPOSED_NAME.fullmatch(masked, kind.end, name.start) or not _NAME_CLOSE.match(masked, name.end) or _LIST_GOES_ON.match(masked, name.end):
+            continue
+        head = lemma(kind.name.split()[-1])
+        found.append(RelationCandidate(name, kind, "is_a", 0.6, 1.0, sentence, "patterns"))
+        if head == "capital" and owner.norm != name.norm:
+            found.append(RelationCandidate(name, owner, "part_of", 0.6, 1.0, sentence, "patterns"))
+        elif head in _WORK_NOUNS and owner.type in _MAKERS:
+            found.append(RelationCandidate(name, owner, "owned_by", 0.6, 1.0, sentence, "patterns"))
     return found
 
 

@@ -1443,3 +1443,12 @@ def test_a_names_official_form_is_the_same_thing_and_no_subject():
 def test_a_list_goes_on_past_a_titles_capitalised_the():
     found = pattern_triples("Ada Byron wrote Tide Songs and The Harbour Clock.")
     assert ("Tide Songs", "owned_by", "Ada Byron") in found and ("Harbour Clock", "owned_by", "Ada Byron") in found
+
+
+def test_a_name_between_commas_after_a_possessive_and_its_noun():
+    text = "Lorvia is a small country. Its capital, Tarnby, lies on the coast."
+    found = {c[:3] for c in candidates(text, relations.pattern_relations, title="Lorvia")}
+    assert ("Tarnby", "is_a", "capital") in found and ("Tarnby", "part_of", "Lorvia") in found
+    text = "Ada Byron was an English poet. Her best known poem, Tide Song, appeared in 1840."
+    found = {c[:3] for c in candidates(text, relations.pattern_relations, title="Ada Byron")}
+    assert ("Tide Song", "is_a", "poem") in found and ("Tide Song", "owned_by", "Ada Byron") in found
