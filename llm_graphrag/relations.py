@@ -1315,8 +1315,8 @@ def _place_beyond(group, right, masked):
     i = group.index(right)
     if right.type == "concept" and right.name.lower().split()[-1] in _PLACE_PARTS and i + 1 < len(group):
         place = group[i + 1]
-        if place.type in _NAMED and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
-            return place
+        if (place.type in _NAMED or place.type == "concept") and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
+            return place  # "the centre of Paris", "the west bank of the Dnieper river"
     return right
 
 

@@ -1452,3 +1452,7 @@ def test_a_name_between_commas_after_a_possessive_and_its_noun():
     text = "Ada Byron was an English poet. Her best known poem, Tide Song, appeared in 1840."
     found = {c[:3] for c in candidates(text, relations.pattern_relations, title="Ada Byron")}
     assert ("Tide Song", "is_a", "poem") in found and ("Tide Song", "owned_by", "Ada Byron") in found
+
+
+def test_a_part_of_a_place_named_by_a_capitalised_phrase_leads_to_it():
+    assert ("Tarnby", "located_in", "Vell river") in pattern_triples("Tarnby is located on the east bank of the Vell river.")
