@@ -98,7 +98,10 @@ _PATTERNS = [
     # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
     (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed|operated|administered)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
-    # A maker named by a participle with no copula, a year between: "a theory proposed by
+    # A maker named by a relational noun: "Mary Shelley is the author of Frankenstein",
+    # "Henry Dunant, the founder of the Red Cross," (the work is owned by its maker).
+    (rf"(?:\b{_BE}\s+{_ADV}|,\s+)(?:the|an?)\s+(?:(?:original|principal|main|chief|sole)\s+)?(?:co-?)?(?:author|creator|founder|inventor|designer|architect|composer|writer|developer)\s+of\b", "owned_by", 0.75, True),
+        # A maker named by a participle with no copula, a year between: "a theory proposed by
     # X", "founded in 1865 by X", "the novel written by X".
     (rf"\b(?:[Cc]o-)?(?:[Ff]ounded|[Pp]roposed|[Ii]nvented|[Dd]esigned|[Cc]omposed|[Pp]ainted|[Dd]irected|[Pp]ublished|[Aa]uthored|[Dd]eveloped|[Ww]ritten|[Ee]stablished)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
     # The active voice, a maker's name before (_MAKERS): "Gutenberg developed a printing press";
@@ -244,6 +247,7 @@ _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|wou
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
 _SUPPORTS = re.compile(r"\bsupport")
 _SET_IN = re.compile(r"\bset\s")
+_MAKER_NOUN = re.compile(r"(?:author|creator|founder|inventor|designer|architect|composer|writer|developer)\s+of\b")
 _MADE = re.compile(r"(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:" + _MAKER_NOT + "))")
 _MAKERS = frozenset(("name", "PERSON", "ORG"))
 _CREATED_BY = re.compile(r"\b(?:created|built|generated)\b")
@@ -377,6 +381,8 @@ def pattern_relations(chunk, mentions, context):
                 rights = rights[:1]  # "the Mona Lisa, painted by Leonardo, and the Venus de Milo": the comma closes the insertion
             if rel == "located_in" and " place " in match.group() and left is not group[0]:
                 continue  # an event's place is said of the clause's subject, not of "tracking of X"
+            if rel == "owned_by" and reverse and _MAKER_NOUN.search(match.group()):
+                rights = [r for r in rights if r[0].type in _NAMED and r[0].name[:1].isupper() or r[0].type == "code"]  # "the author of many books": which, unnamed
             if rel == "located_in" and rights and (match.group().endswith(("through", "across")) or _SET_IN.search(match.group())):
                 rights = [r for r in rights if r[0].type in ("name", "GPE", "LOC")]  # "passes through the middleware": no place
             if rel == "located_in" and rights:
