@@ -1413,6 +1413,12 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
     if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
         return "verb"  # "The painting hangs in the Louvre."
+    if (
+        cls in ("noun", "ambiguous") and prev_class == "noun" and k >= 2 and tokens[k - 2][2].lower() in ("and", "or")
+        and prev_word.endswith("s") and lemma(prev_word) != prev_word and not low.endswith("s") and k + 1 < len(tokens)
+        and not text[tokens[k - 1][1] : tokens[k][0]].strip() and tokens[k + 1][2].lower() not in ("and", "or")
+    ):
+        return "verb"  # "Bears, eagles and humans hunt salmon": a plural list, then its verb
     if cls in ("noun", "ambiguous") and prev_class == "noun" and _before_manner(k, tokens):
         return "verb"  # "The invention spread quickly": an adverb of manner follows a verb
     if (

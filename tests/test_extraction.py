@@ -1628,3 +1628,8 @@ def test_a_word_opening_a_sentence_before_a_comma_and_an_apposition_is_no_impera
 def test_a_direction_superlative_in_most_ranks_and_is_no_part_of_the_kind():
     found = {m.name for m in mentions_of("Unst is the northernmost island of Britain.")}
     assert "island" in found and "northernmost island" not in found
+
+
+def test_a_word_after_a_coordinated_plural_subject_is_its_verb():
+    found = {m.name for m in mentions_of("Otters, herons and anglers fish the river.")}
+    assert {"anglers", "river"} <= found and not [n for n in found if "fish" in n]
