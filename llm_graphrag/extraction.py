@@ -1388,6 +1388,12 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         and k >= 2 and tokens[k - 2][2].lower() not in STOPWORDS
     ):
         return "verb"  # a frequency or focus adverb after a noun goes with a verb: "the plates also cause(s)"
+    if (
+        cls == "ambiguous" and prev_class == "noun" and k >= 3 and tokens[k - 2][2].lower() in ("and", "or")
+        and not low.endswith("s") and k + 1 < len(tokens) and tokens[k + 1][2].lower() not in STOPWORDS - DETERMINERS
+        and _opening_list(k - 1, tokens) and "," in text[tokens[0][0] : tokens[k - 1][0]]
+    ):
+        return "verb"  # "The noble gases helium, neon and xenon form group 18": the list (of three or more) is the subject
     if cls == "ambiguous":
         if low.endswith(("ing", "ed")):
             return _participle(low, k, tokens, prev_class, prev_word)
@@ -1463,6 +1469,17 @@ def _listed_member(k, tokens):
     nxt = tokens[k + 2][2]
     after = tokens[k + 3][2].lower() if k + 3 < len(tokens) else ""
     return nxt.islower() and word_class(nxt) == "noun" and (not after or after in STOPWORDS)
+
+
+def _opening_list(k, tokens):
+    """Whether the sentence opens with a list of nouns that ends at ``k`` ("Helium, neon
+    and xenon", "The gases helium and neon")."""
+    words = [w.lower() for _, _, w in tokens[: k + 1]]
+    if words and words[0] in ("the", "a", "an"):
+        words = words[1:]
+    return len(words) >= 3 and all(
+        w in ("and", "or") or w.isalpha() and w not in STOPWORDS and word_class(w) in ("noun", "ambiguous", "adj") for w in words
+    )
 
 
 def _before_manner(k, tokens):

@@ -1633,3 +1633,10 @@ def test_a_direction_superlative_in_most_ranks_and_is_no_part_of_the_kind():
 def test_a_word_after_a_coordinated_plural_subject_is_its_verb():
     found = {m.name for m in mentions_of("Otters, herons and anglers fish the river.")}
     assert {"anglers", "river"} <= found and not [n for n in found if "fish" in n]
+
+
+def test_a_base_verb_after_an_opening_list_of_three_is_the_lists_verb():
+    found = {m.name for m in mentions_of("Oak, ash and beech form the old wood.")}
+    assert {"beech", "old wood"} <= found or {"beech", "wood"} <= found
+    assert not [n for n in found if "form" in n]
+    assert "output stream" in {m.name for m in mentions_of("Input and output stream processing is slow.")}
