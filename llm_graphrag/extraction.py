@@ -194,7 +194,7 @@ COMMON_ADJECTIVES = frozenset(
     prior newer older larger smaller bigger higher lower faster slower better worse earlier
     later greater concrete deterministic threadsafe safe green heavy warm cold hot dry wet
     free easier harder simpler built-in client-side server-side third-party first-party
-    open-source multi-threaded official""".split()
+    open-source multi-threaded official famous notable renowned prominent celebrated""".split()
 )
 # Adjectives that carry meaning inside a compound ("standard library", "open source").
 KEEP_ADJECTIVES = frozenset("standard open native pure built-in".split())
@@ -229,7 +229,7 @@ _IC_NOUNS = frozenset(
 )
 
 ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs mr mrs ms dr prof jr sr st fig no al approx cf ca inc ltd co corp".split()
+    "e.g i.e etc vs mr mrs ms dr prof jr sr st mt fig no al approx cf ca inc ltd co corp".split()
 )
 HEADING_STOPLIST = frozenset(
     """introduction overview contents summary notes note examples example usage reference
@@ -1033,6 +1033,22 @@ def identifier_mentions(chunk, context):
     return mentions
 
 
+# What a possessive in a place's name ends with: "Hadrian's Wall", "St Paul's Cathedral".
+_POSSESSED_PLACES = frozenset(
+    "wall cathedral church chapel abbey college university school hospital bridge island bay square park "
+    "road street lane gate tower palace castle hall lake peak point head end".split()
+)
+
+
+def _place_possessive(word, following):
+    """Whether ``word``'s possessive goes on into a place's name ("Hadrian's Wall")."""
+    return word.endswith(("'s", "’s")) and following.lower() in _POSSESSED_PLACES and following[0].isupper()
+
+
+# Abbreviated words a place's name goes on after: "St. Paul's", "Mt. Fuji", "Ft. Worth".
+_NAME_TITLES = frozenset("St Mt Ft".split())
+
+
 def name_mentions(chunk, context):
     """Capitalised names: runs of capitalised words, acronyms, initials (``Fred L. Drake``)."""
     analysis = context.analyze(chunk)
@@ -1058,10 +1074,10 @@ def name_mentions(chunk, context):
                 gap = masked[tokens[j - 1][1] : tokens[j][0]]
                 w = tokens[j][2]
                 bare = gap.strip()
-                if "\n\n" in gap or "'" in tokens[j - 1][2] or (bare and bare not in (".", ",")) or (
+                if "\n\n" in gap or "'" in tokens[j - 1][2] and not _place_possessive(tokens[j - 1][2], w) or (bare and bare not in (".", ",")) or (
                     blocks and _crosses_block(text, tokens[j - 1][1], tokens[j][0])
                 ) or (
-                    bare == "." and len(tokens[j - 1][2]) != 1
+                    bare == "." and len(tokens[j - 1][2]) != 1 and tokens[j - 1][2] not in _NAME_TITLES
                 ) or (bare == "," and w not in ("Jr", "Sr")):
                     break
                 if w[0].isupper() and w not in SHOUTING and not (w.lower() in STOPWORDS and not w.isupper()):
@@ -1139,13 +1155,37 @@ def _superlative(word):
     )
 
 
+_INTENSIFIERS = frozenset("far much even still slightly significantly considerably somewhat".split())
+
+
+def _compared(low, k, tokens, prev_word):
+    """Whether an -er word is an adjective's comparative: before "than", or after "far",
+    "much" or "even" when its base is an adjective ("far cheaper", "much larger"); "far"
+    itself, before a comparative."""
+    nxt = tokens[k + 1][2].lower() if k + 1 < len(tokens) else ""
+    if low in _INTENSIFIERS:
+        return nxt.endswith("er") and _compared(nxt, k + 1, tokens, low) or nxt in ("more", "less", "fewer")
+    if not low.endswith("er") or len(low) < 5:
+        return False
+    if nxt == "than":
+        return True
+    base = low[:-2]
+    return prev_word in _INTENSIFIERS and any(
+        word_class(b) == "adj" for b in (base, low[:-1], base[:-1] if base[-1:] == base[-2:-1] else "", base[:-1] + "y" if base.endswith("i") else "")
+        if b
+    )
+
+
 _ORDINALS = frozenset("second third fourth fifth sixth seventh eighth ninth tenth".split())
+
+
+_DIRECTION_MOST = re.compile(r"(?:north|south|east|west|north-?east|north-?west|south-?east|south-?west|northern|southern|eastern|western|inner|outer|upper|lower|utter|top|fore|hind)most")
 
 
 def _ranking(word):
     """A word that ranks a thing among its kind, no part of the kind's name: "largest",
     "sixth", "second-longest", "most-visited"."""
-    if word in _ORDINALS or _superlative(word):
+    if word in _ORDINALS or _superlative(word) or _DIRECTION_MOST.fullmatch(word):
         return True
     first, _, rest = word.partition("-")
     return bool(rest) and (first in _ORDINALS or first in ("most", "least")) and "-" not in rest
@@ -1273,6 +1313,9 @@ def concept_mentions(chunk, context):
                     last_gerund = cls
             else:
                 cls = "end"
+            if cls == "noun" and run and _plural_kind(run[-1]) and (_listed_member(k, tokens) or _listed_after(k, tokens, text)):
+                _emit(run, mentions, text)  # "the elements polonium and radium": a kind, then its members
+                run = []
             if cls in ("noun", "adj", "mod"):
                 if possessive:
                     # A possessor ends its own phrase: "the user’s session" names the user
@@ -1297,6 +1340,8 @@ def concept_mentions(chunk, context):
     return mentions
 
 
+# Verbs whose "to" is a preposition before a noun ("leads to erosion", "belongs to the family").
+_TO_VERBS = frozenset("lead leads led leading belong belongs belonged refer refers referred contribute contributes contributed".split())
 # Adverbs that stand before a verb, not inside a noun phrase (the -ly ones are "adverb" anyway).
 _VERB_ADVERBS = frozenset("also often usually always never still sometimes rarely seldom mostly generally typically".split())
 
@@ -1320,8 +1365,17 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if not low.isalpha() and ("_" in low or "." in low or any(c.isdigit() for c in low)):
         return "other"
     cls = word_class(low)
-    if k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their"):
-        return "verb"  # an imperative opens its sentence: "Edit the settings"
+    if cls == "noun" and _compared(low, k, tokens, prev_word):
+        return "adj"  # "made books far cheaper", "is larger than": no noun
+    if (
+        k == 0 and cls in ("noun", "ambiguous") and not low.endswith(("s", "ing", "ed")) and k + 1 < len(tokens)
+        and tokens[k + 1][2] in ("the", "a", "an", "your", "its", "their") and not text[tokens[k][1] : tokens[k + 1][0]].strip()
+    ):
+        return "verb"  # an imperative opens its sentence: "Edit the settings" (not "Insulin, a hormone")
+    if low in _TO_VERBS and k + 1 < len(tokens) and tokens[k + 1][2] == "to" and prev_class in ("noun", "name", "stop"):
+        return "verb"  # "reduces rainfall and leads to soil erosion"
+    if prev_word == "to" and k >= 2 and tokens[k - 2][2].lower() in _TO_VERBS and cls in ("noun", "ambiguous"):
+        return cls  # "to" as a preposition: "leads to soil erosion"
     if prev_word in MODALS or prev_word in SUBJECT_PRONOUNS or prev_word in ("to", "not", "n't") or (
         prev_class == "adverb" or prev_word in ("also", "often", "usually", "never", "always", "only") or prev_word in _VERB_ADVERBS
     ) and k >= 2 and (tokens[k - 2][2].lower() in MODALS or tokens[k - 2][2].lower() in SUBJECT_PRONOUNS):
@@ -1334,6 +1388,12 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         and k >= 2 and tokens[k - 2][2].lower() not in STOPWORDS
     ):
         return "verb"  # a frequency or focus adverb after a noun goes with a verb: "the plates also cause(s)"
+    if (
+        cls == "ambiguous" and prev_class == "noun" and k >= 3 and tokens[k - 2][2].lower() in ("and", "or")
+        and not low.endswith("s") and k + 1 < len(tokens) and tokens[k + 1][2].lower() not in STOPWORDS - DETERMINERS
+        and _opening_list(k - 1, tokens) and "," in text[tokens[0][0] : tokens[k - 1][0]]
+    ):
+        return "verb"  # "The noble gases helium, neon and xenon form group 18": the list (of three or more) is the subject
     if cls == "ambiguous":
         if low.endswith(("ing", "ed")):
             return _participle(low, k, tokens, prev_class, prev_word)
@@ -1360,6 +1420,14 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
         return "verb"  # "The painting hangs in the Louvre."
     if (
+        cls in ("noun", "ambiguous") and prev_class == "noun" and k >= 2 and tokens[k - 2][2].lower() in ("and", "or")
+        and prev_word.endswith("s") and lemma(prev_word) != prev_word and not low.endswith("s") and k + 1 < len(tokens)
+        and not text[tokens[k - 1][1] : tokens[k][0]].strip() and tokens[k + 1][2].lower() not in ("and", "or")
+    ):
+        return "verb"  # "Bears, eagles and humans hunt salmon": a plural list, then its verb
+    if cls in ("noun", "ambiguous") and prev_class == "noun" and _before_manner(k, tokens):
+        return "verb"  # "The invention spread quickly": an adverb of manner follows a verb
+    if (
         cls in ("noun", "ambiguous") and low.endswith("s") and not low.endswith(_KEEP_S) and prev_word in ("and", "or")
         and k + 1 < len(tokens) and tokens[k + 1][2] in ("the", "a", "an", "its", "their", "your")
     ):
@@ -1370,12 +1438,59 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         cls == "noun" and prev_class == "noun" and not low.endswith(("s", "ing", "ed"))
         and prev_word.endswith("s") and not prev_word.endswith(_KEEP_S)
         and prev_word not in _IRREGULAR_PLURALS and k + 1 < len(tokens)
-        and tokens[k + 1][2].lower() in STOPWORDS
+        and tokens[k + 1][2].lower() in STOPWORDS and not _listed_member(k, tokens)
     ):
         return "verb"  # "cancer cells divide more often"
     return cls
 
 
+
+
+def _plural_kind(entry):
+    """Whether a phrase's word (a run entry) is a plural common noun: "elements", "gases"."""
+    low = entry[2]
+    return entry[3] == "noun" and low.endswith("s") and not low.endswith(_KEEP_S) and lemma(low) != low
+
+
+def _listed_after(k, tokens, text):
+    """Whether the noun-only word at ``k`` opens a list: a comma, "and" or "or" after it."""
+    word = tokens[k][2]
+    if not word.islower() or word_class(word) != "noun" or k + 1 >= len(tokens):
+        return False
+    gap = text[tokens[k][1] : tokens[k + 1][0]].strip()
+    return gap == "," or not gap and tokens[k + 1][2] in ("and", "or")
+
+
+def _listed_member(k, tokens):
+    """Whether the noun at ``k`` opens a list of nouns ("the elements polonium and radium"):
+    "and" or "or", then a word that can only be a noun, then the sentence's end or a stop."""
+    if k + 2 >= len(tokens) or tokens[k + 1][2].lower() not in ("and", "or"):
+        return False
+    nxt = tokens[k + 2][2]
+    after = tokens[k + 3][2].lower() if k + 3 < len(tokens) else ""
+    return nxt.islower() and word_class(nxt) == "noun" and (not after or after in STOPWORDS)
+
+
+def _opening_list(k, tokens):
+    """Whether the sentence opens with a list of nouns that ends at ``k`` ("Helium, neon
+    and xenon", "The gases helium and neon")."""
+    words = [w.lower() for _, _, w in tokens[: k + 1]]
+    if words and words[0] in ("the", "a", "an"):
+        words = words[1:]
+    return len(words) >= 3 and all(
+        w in ("and", "or") or w.isalpha() and w not in STOPWORDS and word_class(w) in ("noun", "ambiguous", "adj") for w in words
+    )
+
+
+def _before_manner(k, tokens):
+    """Whether the word at ``k`` follows the noun phrase opening its sentence ("The
+    invention", "The new railway") and an -ly adverb follows it: that word is the verb."""
+    if k < 2 or k + 1 >= len(tokens) or tokens[0][2].lower() not in _OPENING_DETERMINERS:
+        return False
+    nxt = tokens[k + 1][2]
+    if not nxt.endswith("ly") or word_class(nxt.lower()) != "adverb":
+        return False
+    return all(w.isalpha() and w.lower() not in STOPWORDS for _, _, w in tokens[1:k])
 
 
 _FINITE = frozenset("am is are was were has have had does do did".split()) | MODALS
@@ -1393,14 +1508,17 @@ def _only_verb_slot(low, k, tokens, text, proper=frozenset()):
         return k == 1 and _named_subject(tokens, text, proper)  # "Memcached runs as a daemon"
     if text[tokens[-1][1] : tokens[-1][1] + 1] != ".":
         return False  # a heading, a list item or a fragment: no sentence that needs a verb
+    if k + 1 < len(tokens) and _listed_after(k + 1, tokens, text):
+        return False  # "The noble gases helium, neon and argon ...": a kind, then its members
     if any(
         not w[0].isalpha() or w.lower() in STOPWORDS and w.lower() not in _NP_PREPOSITIONS or word_class(w.lower()) == "verb"
         for _, _, w in tokens[1:k]
     ):
         return False  # the opening noun phrase is nouns, names and their prepositions ("The Mona Lisa by Leonardo")
     return not any(
-        w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing"))
-        for _, _, w in tokens[k + 1 :]
+        (w.lower() in _FINITE or word_class(w.lower()) == "verb" and not w.lower().endswith(("ed", "ing")))
+        and tokens[i - 1][2].lower() not in ("and", "but", "or")  # a second verb phrase: "covers X and is home to Y"
+        for i, (_, _, w) in enumerate(tokens[k + 1 :], k + 1)
     )
 
 
@@ -1539,6 +1657,9 @@ def _action_of(word, text, end):
 _A_BEFORE = re.compile(r"(?<![\w-])(?:[Aa]n?|[Yy]our|[Mm]y|[Oo]ur|[Tt]heir)\s+(?:[\w-]+\s+)?$")
 
 
+_MOST_BEFORE = re.compile(r"\b(?:[Mm]ost|[Ll]east)\s+$")
+
+
 def _emit(run, mentions, text):
     if not run:
         return
@@ -1552,6 +1673,8 @@ def _emit(run, mentions, text):
         run = run[1:]
     while len(run) > 1 and _ranking(run[0][2]):
         run = run[1:]  # "the largest hot desert", "the second-longest river": the kind is a hot desert, a river
+    if len(run) > 1 and run[0][3] == "adj" and _MOST_BEFORE.search(text, max(0, run[0][0] - 8), run[0][0]):
+        run = run[1:]  # "the most populous city", "the most visited art museum": a city, an art museum
     while run and run[-1][3] in ("adj", "mod") and not (len(run) > 1 and run[-1][2] in ADJECTIVE_NOUNS):
         run = run[:-1]
     if not run:
@@ -1944,7 +2067,12 @@ def coref_lite(chunk, mentions, analysis, subject=None, lower_words=None):
 def _resolve(chunk, mentions, analysis, subject, animacy, classes, learn_things=True):
     masked = analysis.masked
     anchors = sorted(
-        (m for m in mentions if m.type not in ("concept", "version", "DATE", "step") and not m.features.get("head")),
+        (
+            m for m in mentions if not m.features.get("head") and (
+                m.type not in ("concept", "version", "DATE", "step")
+                or m.type == "concept" and subject is not None and m.norm == subject.norm  # "Jupiter is ...", opening its sentence
+            )
+        ),
         key=lambda m: m.start,
     )
     by_sentence = {}
@@ -1971,6 +2099,8 @@ def _resolve(chunk, mentions, analysis, subject, animacy, classes, learn_things=
         if antecedent is None:
             continue
         antecedent = antecedent.antecedent or antecedent
+        if antecedent.type == "concept" and subject is not None and antecedent.norm == subject.norm:
+            antecedent = subject  # the title's subject, as a name, rather than its opening word read as common
         if animacy is not None and (kind == "person" or kind == "it" and masked[start + 1 : start + 2] in "tT" and (
             learn_things or start == analysis.sentences[index][0]
         )):
@@ -2444,7 +2574,8 @@ def _premodifiers(mentions, text):
 # "the" or a possessive before a title ("the farmer", "her brother"); ``relations._titled``
 # makes the titles after "the" is_a relations.
 TITLE_DETERMINER = r"(?:^|\W)(?:[Tt]he|[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+"
-_DETERMINER_BEFORE = re.compile(TITLE_DETERMINER + "$")
+# A people's adjective may stand between: "the Spanish artist Pablo Picasso".
+_DETERMINER_BEFORE = re.compile(TITLE_DETERMINER + r"(?:[A-Z][a-z]+(?:an|ese|ish|ch|i)\s+)?$")
 
 
 def _title_before_name(m, following, text):
@@ -2454,7 +2585,7 @@ def _title_before_name(m, following, text):
     return (
         following.type == "name" and " " in following.name.strip() and following.name[:1].isupper()
         and word_class(m.name.lower()) == "noun"
-        and _DETERMINER_BEFORE.search(text, max(0, m.start - 8), m.start) is not None
+        and _DETERMINER_BEFORE.search(text, max(0, m.start - 24), m.start) is not None
     )
 
 

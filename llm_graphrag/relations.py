@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .extraction import DETERMINERS, MODALS, STOPWORDS, _name_and_kind, _person_noun, heading_lines, word_class
+from .extraction import DETERMINERS, MODALS, STOPWORDS, _name_and_kind, _person_noun, heading_lines, lemma, word_class
 
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
@@ -98,9 +98,12 @@ _PATTERNS = [
     # "is maintained, enhanced, and distributed freely by": participles may be coordinated.
     (rf"\b{_BE}\s+{_ADV}(?:owned|maintained|written|created|developed|authored|run|managed|operated|administered)(?:,?\s+(?:and\s+)?\w+ed)*,?\s+{_ADV}by\b", "owned_by", 0.8, False),
     (r"\b(?:owns|maintains|maintain)\b", "owned_by", 0.7, True),
-    # A maker named by a participle with no copula, a year between: "a theory proposed by
+    # A maker named by a relational noun: "Mary Shelley is the author of Frankenstein",
+    # "Henry Dunant, the founder of the Red Cross," (the work is owned by its maker).
+    (rf"(?:\b{_BE}\s+{_ADV}|,\s+)(?:the|an?)\s+(?:(?:original|principal|main|chief|sole)\s+)?(?:co-?)?(?:author|creator|founder|inventor|designer|architect|composer|writer|developer)\s+of\b", "owned_by", 0.75, True),
+        # A maker named by a participle with no copula, a year between: "a theory proposed by
     # X", "founded in 1865 by X", "the novel written by X".
-    (rf"\b(?:co-)?(?:founded|proposed|invented|designed|composed|painted|directed|published|authored|developed|written|established)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
+    (rf"\b(?:[Cc]o-)?(?:[Ff]ounded|[Pp]roposed|[Ii]nvented|[Dd]esigned|[Cc]omposed|[Pp]ainted|[Dd]irected|[Pp]ublished|[Aa]uthored|[Dd]eveloped|[Ww]ritten|[Ee]stablished)(?:\s+in\s+\d{{4}})?,?\s+{_ADV}by\b", "owned_by", 0.75, False),
     # The active voice, a maker's name before (_MAKERS): "Gutenberg developed a printing press";
     # a preposition after is a participle's ("developed in Mainz").
     (rf"\b(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:{_MAKER_NOT}))", "owned_by", 0.7, True),
@@ -118,6 +121,9 @@ _PATTERNS = [
     # What a thing is used as is one: "Reader objects can be used as iterators" (not "served
     # as its president": a role a person held, no kind).
     (rf"\b(?:{_BE}\s+{_ADV})?used\s+as\b(?:\s+(?:an?|the))?", "is_a", 0.55, False),
+    # A superlative among a kind is one of it: "the emperor penguin is the largest of all
+    # living penguins", "is the best known of the lemurs", "Honshu, the largest of the islands".
+    (rf"(?:\b{_BE}\s+(?:(?:also|now|still)\s+)?|,\s+)the\s+(?:(?:most|least)\s+[a-z]+|[a-z]+est|best(?:\s+known)?)\s+of\s+(?:all\s+)?(?:(?:the|its|their|his|her)\s+)?", "is_a", 0.65, False),
     (rf"\b{_BE}\s+one\s+of\s+the\b", "is_a", 0.7, False),
     (rf"\b{_BE}\s+(?:(?:now|also|still|once|currently|today)\s+)?(?:an?|the)\b|\b(?:are|were)\b(?!\s+(?:not|also|now|still|used|kept|built|made|known|found|written|run|held|\w+ed|\w+ing|\w+ly)\b)", "is_a", 0.6, False),
     # An apposition: "Tk, a toolkit"; with "the", a superlative or an ordinal ("Everest, the
@@ -140,16 +146,23 @@ _PATTERNS = [
     # eastward across Brazil" (a named place only), "the battle took place in Flanders".
     (r"\b(?:flows?|flowed|flowing|passes|passed|passing|runs|ran)\s+(?:\w+(?:ly|wards?)\s+)?(?:through|across)\b", "located_in", 0.7, False),
     (r"\b(?:takes?|took|taken|taking)\s+place\s+(?:in|at|on|inside|within)\b", "located_in", 0.75, False),
+    # Where a story is set: "the play is set in Denmark", "a novel set in Victorian London"
+    # (a named place only: "the value is set in settings.py" places nothing).
+    (rf"\b(?:{_BE}\s+{_ADV})?set\s+(?:mainly\s+|mostly\s+|largely\s+)?(?:in|on)\b", "located_in", 0.7, False),
     # Where a thing reads its configuration from: "the gateway reads its configuration from X".
     (r"\b(?:reads?|loads?|takes?|gets?|reading|loading)\s+(?:its|their|the)\s+(?:configuration|config|settings|options)\s+from\b", "configured_via", 0.8, False),
     # What a place is home to is in it: "Tokyo is home to the Tokyo Stock Exchange".
     (rf"\b{_BE}\s+(?:also\s+)?home\s+to\b", "located_in", 0.75, True),
     # Where a thing is kept or lives: "the cache is stored in memory", "beavers live in rivers".
     (rf"\b{_BE}\s+{_ADV}(?:stored|kept|installed|placed|saved)\s+{_ADV}(?:in|on|at|under)\b|\b(?:lives?|resides?|occurs?)\s+(?:in|on|at)\b", "located_in", 0.7, False),
+    # Where a place lies: "the town lies on the banks of the Rhine", "it lies in a valley".
+    (r"\b(?:lies|lie|lay|lying)\s+(?:(?:just|mainly|mostly|entirely|partly|wholly)\s+)?(?:in|on|at|along|within)\b", "located_in", 0.7, False),
     # What a thing is made of is part of it: "water is made of hydrogen and oxygen".
     (rf"\b(?:{_BE}\s+)?(?:made\s+(?:up\s+)?|composed\s+|comprised\s+){_ADV}of\b", "part_of", 0.7, True),
     (r"\b(?:refers?\s+to|obsoletes|supersedes|replaces|extends)\b", "refers_to", 0.6, False),
     (r"\b(?:(?:also|often|commonly)\s+)?(?:known|called|abbreviated)\s+as\b|\baka\b", "same_as", 0.8, False),
+    # A name's official form: "Peru, officially the Republic of Peru, is".
+    (r",\s+(?:officially|formally)\s+(?:(?:known\s+as|called|named)\s+)?(?:the\s+)?", "same_as", 0.8, False),
 ]
 _COMPILED = [(re.compile(p), rel, w, rev) for p, rel, w, rev in _PATTERNS]
 # The words a trigger opens with: every pattern above starts with one of them (a whole
@@ -165,8 +178,9 @@ TRIGGER_LEADS = frozenset(
     generates generate generated publishes publish creates create created built based headquartered emitted yielded releases release emits emit builds build yields forms
     refers refer obsoletes supersedes replaces extends also often commonly known called
     bring brings brought bringing give gives gave giving given
+    Co Founded Proposed Invented Designed Composed Painted Directed Published Authored Developed Written Established
     abbreviated aka inherits inherit inheriting derives derived subclasses remains remain
-    reads read reading loads load loading gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
+    reads read reading loads load loading gets get becomes become became flows flow flowed flowing passes passed passing runs ran takes take took taken taking lives live resides reside occurs occur set lies lie lay lying made composed comprised provides provide implements implement exposes expose supports support supported implemented written backed utilizing utilising producing generating located situated hosted appears appear listed""".split()
 )
 
 
@@ -232,6 +246,8 @@ _MODAL_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(MODALS))})\s+(?:not\s+)?(?:\
 _MODAL_BEFORE = re.compile(r"\b(?:must|should|can|could|may|might|shall|will|would|to)\s+(?:\w+ly\s+|also\s+)?$")
 _PROVIDES = re.compile(r"(?:provides?|implements?|exposes?)\b")  # not "implemented with": that is uses
 _SUPPORTS = re.compile(r"\bsupport")
+_SET_IN = re.compile(r"\bset\s")
+_MAKER_NOUN = re.compile(r"(?:author|creator|founder|inventor|designer|architect|composer|writer|developer)\s+of\b")
 _MADE = re.compile(r"(?:co-)?(?:founded|invented|designed|composed|painted|authored|wrote|developed)\b(?!\s+(?:" + _MAKER_NOT + "))")
 _MAKERS = frozenset(("name", "PERSON", "ORG"))
 _CREATED_BY = re.compile(r"\b(?:created|built|generated)\b")
@@ -254,7 +270,7 @@ def _negated(text, trigger_length):
 
 _SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
 # Coordination, with the trigger's preposition repeated: "specified by X and by Y".
-_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:the\s+|an?\s+|(?:over\s+|about\s+|some\s+)?\d[\d,]*\s+)?$")
+_COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:[Tt]he\s+|an?\s+|(?:over\s+|about\s+|some\s+)?\d[\d,]*\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
 _WORDS = re.compile(r"\w+")
 MAX_GAP_WORDS = 5
@@ -346,12 +362,14 @@ def pattern_relations(chunk, mentions, context):
                                 found.append(RelationCandidate(right, maker, rel, weight, proximity, sentence, "patterns"))
                 continue
             left, left_gap = _left_of(group, t_start, masked, ends, _finite(match.group()))
+            inserted = False
             if rel == "causes" and left is not None:
                 left = _event_agent(group, left, masked, t_start)
             if left is not None and not _finite(match.group()):
                 if rel == "located_in" and left.type == "concept":
                     left = _phrase_head(group, left, masked)
-                if _COMMA_BEFORE.fullmatch(masked, left.end, t_start):
+                inserted = _COMMA_BEFORE.fullmatch(masked, left.end, t_start) is not None
+                if inserted:
                     # "the largest reef in the world, located off Queensland": a participle
                     # after a comma is said of the noun a prepositional phrase hangs on
                     left = _subject(group, group.index(left), masked, s_start) or left
@@ -359,9 +377,13 @@ def pattern_relations(chunk, mentions, context):
                 if left is not None and _MEANS.match(match.group()):
                     left = _doer(group, left, masked, s_start)
             rights = _rights_of(group, t_end, masked, s_end, starts, s_start)
+            if inserted and len(rights) > 1 and _COMMA_AND.fullmatch(masked, rights[0][0].end, rights[1][0].start):
+                rights = rights[:1]  # "the Mona Lisa, painted by Leonardo, and the Venus de Milo": the comma closes the insertion
             if rel == "located_in" and " place " in match.group() and left is not group[0]:
                 continue  # an event's place is said of the clause's subject, not of "tracking of X"
-            if rel == "located_in" and rights and match.group().endswith(("through", "across")):
+            if rel == "owned_by" and reverse and _MAKER_NOUN.search(match.group()):
+                rights = [r for r in rights if r[0].type in _NAMED and r[0].name[:1].isupper() or r[0].type == "code"]  # "the author of many books": which, unnamed
+            if rel == "located_in" and rights and (match.group().endswith(("through", "across")) or _SET_IN.search(match.group())):
                 rights = [r for r in rights if r[0].type in ("name", "GPE", "LOC")]  # "passes through the middleware": no place
             if rel == "located_in" and rights:
                 rights = [(_place_beyond(group, r, masked), gap) for r, gap in rights]
@@ -372,8 +394,14 @@ def pattern_relations(chunk, mentions, context):
                 complements = _complements(group, rights[-1][0], masked, s_start, s_end, t_start)
                 if complements:
                     left, left_gap = complements[0], 1
+            if left is None and not reverse and rights and not _finite(match.group()) and not masked[s_start:t_start].strip():
+                left, left_gap = _main_subject(group, rights[-1][0], masked, s_end), 1  # "Designed by X, the tower was"
             if left is None or not rights:
                 continue
+            if rel == "is_a" and match.group().startswith(",") and len(rights) > 1 and not any(
+                _AND_OR.search(masked, a.end, b.start) for (a, _), (b, _) in zip(rights, rights[1:])
+            ):
+                rights = rights[:1]  # "Mercury, the smallest of the planets, orbits": the comma closes the apposition
             if rel == "is_a" and len(rights) > 1 and _shared_head(rights[0][0], rights[1][0], masked):
                 rights = rights[1:]  # "the original build and distribution system": one system
             if rel != "is_a":
@@ -421,7 +449,17 @@ def pattern_relations(chunk, mentions, context):
             used.add((t_start, t_end))
             lefts = complements or (_left_list(group, left, masked, s_start) if (
                 reverse and rel != "is_a" or rel in ("causes", "uses", "produces", "part_of")
+                or rel == "is_a" and _PLURAL_COPULA.match(match.group())  # "the violin, the viola and the cello are"
             ) and not _PARTICIPLE.match(match.group()) else [left])  # "music, and composers such as X": X is a composer only
+            if rel == "located_in" and not complements and (
+                _PLURAL_VERB.match(match.group()) or _PLURAL_BEFORE.search(masked, max(s_start, t_start - 16), t_start)
+            ):
+                # "penguins, seals and whales live in", "lions and leopards are found in" (no "of" object: "the cache of Basin and the index")
+                lefts = [left] + [m for m in _left_list(group, left, masked, s_start)[1:] if not _AFTER_PREPOSITION.search(masked, max(s_start, m.start - 12), m.start)]
+            if rel == "is_a" and _BARE_PLURAL_COPULA.fullmatch(match.group()) and _kind_before_names(left, rights):
+                reverse = True  # "her best known novels are Emma and Persuasion": the names are novels
+            if rel == "part_of" and reverse and _INCLUDE.match(match.group()) and _kind_before_names(left, rights):
+                rel, reverse = "is_a", True  # "famous volcanoes include Mount Etna": Etna is a volcano, no part of one
             for right, right_gap in rights:
                 proximity = 1.0 / (1.0 + 0.15 * (left_gap + right_gap))
                 for l in lefts:
@@ -431,6 +469,15 @@ def pattern_relations(chunk, mentions, context):
                     found.append(RelationCandidate(src, dst, rel, weight, proximity, sentence, "patterns"))
         found.extend(_acronyms(group, masked, sentence))
         found.extend(_titled_names(group, masked, sentence))
+        found.extend(_kind_members(group, masked, sentence))
+        if " and " in sentence:
+            found.extend(_second_kinds(group, masked, sentence))
+        if "his " in sentence.lower() or "her " in sentence.lower() or "their " in sentence.lower():
+            found.extend(_works_of(group, masked, sentence, s_end))
+        if ", " in sentence:
+            found.extend(_possessed_names(group, masked, sentence))
+        if "among" in sentence:
+            found.extend(_among_them(group, masked, sentence, s_start, s_end))
         if " in " in sentence:
             found.extend(_place_in_place(group, masked, sentence))
             found.extend(_code_in_container(group, masked, sentence))
@@ -438,10 +485,12 @@ def pattern_relations(chunk, mentions, context):
             found.extend(_kind_in_place(group, masked, sentence))
         if ", " in sentence:
             found.extend(_place_comma_place(group, masked, sentence))
+            found.extend(_inserted_places(group, masked, sentence))
         if ", where " in sentence:
             found.extend(_where_place(group, masked, sentence))
         if " of " in sentence:
             found.extend(_kind_of_name(group, masked, sentence))
+            found.extend(_named_parts(group, masked, sentence))
         if " by " in sentence:
             found.extend(_work_by(group, masked, sentence))
         if " from " in sentence:
@@ -485,6 +534,36 @@ def pattern_relations(chunk, mentions, context):
 # What may open a clause before a participle that has no noun of its own: "the two", "the only".
 _BARE_OPENING = re.compile(r"(?:^|[;:]|\b(?:and|but|while|whereas)\b)\s*(?:(?:the|these|those|its|their)\s+)?(?:only\s+|main\s+|first\s+)?(?:one|two|three|four|five|several|many|most|some|ones?)?\s*$", re.I)
 _COPULA_AFTER = re.compile(r"\s*(?:is|are|was|were)\b(?!\s+(?:not|never|also|now|still|used|\w+ed|\w+ing|\w+ly)\b)")
+
+
+_CLAUSE_COMMA = re.compile(r"[^,;:.()]*,\s*(?:(?:the|this|that|its|his|her|their)\s+)?")
+
+
+def _main_subject(group, last, masked, s_end):
+    """The subject of the main clause after a participle clause that opens the sentence
+    ("Designed by Gustave Eiffel and completed in 1889, it was built ..."): the mention
+    right after the comma that closes it; None if another mention comes first."""
+    comma = _CLAUSE_COMMA.match(masked, last.end, s_end)
+    if comma is None:
+        return None
+    i = group.index(last) + 1
+    while i < len(group) and group[i].start < comma.end():
+        if group[i].type not in ("DATE", "version"):
+            return None  # "Designed by X for the Y, ...": the phrase went on
+        i += 1
+    if i < len(group) and group[i].start == comma.end() and group[i].type not in ("DATE", "version", "step"):
+        return group[i]
+    return None
+
+
+def _kind_before_names(left, rights):
+    """Whether a plural copula joins a plural common noun to names ("the main ports are
+    Hull and Goole"): the names are of the kind, not the kind of them."""
+    last = left.name.split()[-1]
+    return (
+        left.type == "concept" and not left.features.get("coref") and last.islower() and lemma(last) != last
+        and all(r.type in _NAMED and r.name[:1].isupper() and not r.features.get("coref") for r, _ in rights)
+    )
 
 
 def _complements(group, agent, masked, s_start, s_end, t_start):
@@ -569,17 +648,26 @@ def _documented_items(text, mentions):
 
 def _copula_ok(between):
     """Only determiners and modifiers between "is" and the category: "is a lightweight X"."""
-    words = _WORDS.findall(between)
+    words = [w for w in _WORDS.findall(between) if w.lower() not in ("s", "most", "least")]  # "the world's most visited"
     # Commas may part coordinate adjectives: "is the new, asynchronous-friendly standard".
     return len(words) <= 3 and not re.search(r"[();:]", between) and not any(
-        w.lower() in _PREPOSITIONS for w in words
+        w.lower() in _PREPOSITIONS or w.lower() in _PLACE_PREPOSITIONS for w in words
     )
+
+
+# Prepositions of place and path: "volcanoes are common along the boundaries" names no kind.
+_PLACE_PREPOSITIONS = frozenset("along across around among between beyond behind below above near throughout within inside outside".split())
 
 
 _LIST_GOES_ON = re.compile(r"\s*,?\s*(?:and|or)\s")
 _NEXT_INDEFINITE = re.compile(r"\s*,\s*(?:an?)\s")
 _INDEFINITE_BEFORE = re.compile(r"\b(?:an?|[Aa]n?)\s+(?:[\w-]+\s+)?$")
 _COPULA = re.compile(_BE + r"\b")
+_PLURAL_COPULA = re.compile(r"(?:are|were)\b")
+_INCLUDE = re.compile(r"includ")
+_PLURAL_VERB = re.compile(r"(?:are|were|live|lie|occur|reside)\b")
+_PLURAL_BEFORE = re.compile(r"\b(?:are|were)\s+(?:(?:\w+ly|also|only|still)\s+)?$")
+_BARE_PLURAL_COPULA = re.compile(r"(?:are|were)(?:\s+(?:(?:now|also|still)\s+)?(?:the|an?))?\s*")
 _SUBORDINATE = re.compile(r"\s*(?:if|when|whenever|while|since|because|although|though|unless|once|after|before|as|should|where|whether|in|on|for|with|by|from|at|to|during|under|within|without|through|unlike|like)\b", re.I)
 _PREPOSITIONS = frozenset("on in at to for from by with of into onto about over under available".split())
 _AFTER_PREPOSITION = re.compile(
@@ -595,7 +683,7 @@ _PP_OBJECT = re.compile(_AFTER_PREPOSITION.pattern[: -len(r"(?:the\s+|an?\s+)?$"
 # A participle with no copula hangs on the noun right before it ("software and applications
 # written in Python": the applications are).
 _PARTICIPLE = re.compile(r"(?:[a-z]+ed|written|built|found|known|made|run)\b")
-_NOT_FINITE = frozenset("found known built written powered such like as originally also often commonly aka called".split())
+_NOT_FINITE = frozenset("found known built written made powered such like as originally also often commonly aka called".split())
 
 
 def _finite(trigger):
@@ -609,6 +697,9 @@ _AND_SECOND_VERB = re.compile(r"\s+(?:and|but)\s+(?:(?:also|then|later|now)\s+)?
 _RELATIVE = re.compile(r"^\)?\s*(?:,\s*|\(\s*)(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _PASSIVE_GAP = re.compile(r"\s+(?:is|are|was|were|(?:has|have|had)\s+been)\s+(?:\w+ly\s+)?")
 _COMMA_BEFORE = re.compile(r"\s*,\s*")
+_ASIDE = re.compile(r"\s*\([^()]*\)\s*")
+_AND_OR = re.compile(r"\b(?:and|or)\b")
+_COMMA_AND = re.compile(r"\s*,\s*(?:and|or)\s+(?:the\s+|an?\s+)?")
 _RESTRICTIVE = re.compile(r"^\s+(?:which|who|that)\s+(?:\w+ly\s+|also\s+)?$")
 _APPOSITION_END = re.compile(r"^\)?\s*,\s*(?:\w+ly\s+)?$")
 # A copula after the comma that closes an insertion, before a participle: "X, located in
@@ -638,6 +729,8 @@ def _left_of(group, position, masked, ends=None, finite=False):
             # Japan, is", "the tower, located in Paris, was designed by": Tokyo, the tower
             return head, 1
     between = between[1:] if between.startswith(")") else between  # "X (Y) is": Y
+    if _ASIDE.fullmatch(between):
+        between = " "  # "Toni Morrison (1931–2019) was": an aside with no mention in it
     if re.search(r",\s*(?:and|or|but)\s+(?:\w+\s+)?$", between) or best.type in ("DATE", "version") and re.fullmatch(
         r"\s+(?:and|but)\s+(?:\w+\s+)?", between
     ):  # "founded in 1994 and is headquartered in": a date is no subject
@@ -670,8 +763,9 @@ def _left_of(group, position, masked, ends=None, finite=False):
 
 
 # What opens an insertion the verb after it skips: "being ...", a participle ("specified by")
-# or another name ("Zstandard, or zstd as short version, is").
-_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|(?:written|built|made|known|found|born|held|kept|seen)\s|or\s)")
+# or another name ("Zstandard, or zstd as short version, is", "Peru, officially the Republic
+# of Peru, is"), or a place ("the reef, off the coast of Queensland, is").
+_INSERTION = re.compile(r"\s*(?:being\s|\w+ed\s|(?:written|built|made|known|found|born|held|kept|seen)\s|or\s|(?:off|near|along|in|on|at)\s+the\s|(?:officially|formally|properly)\s)")
 
 
 def _apposition_head(group, index, masked):
@@ -733,8 +827,30 @@ def _described(group, left, masked):
             return group[i - 1]
         return left
     if not _DESCRIBES.fullmatch(masked, group[i - 1].end, left.start):
-        return left
+        return _second_complement(group, i, masked) or left
     return group[i - 1]
+
+
+_COPULA_WORD = re.compile(rf"\b{_BE}\b")
+_AND_ANOTHER = re.compile(r"\s*,?\s+and\s+(?:also\s+)?(?:an?|the)\s+(?:[\w'’-]+\s+){0,2}")
+_PLACE_PP = re.compile(r"\s+(?:in|on|near|at)\s+(?:the\s+)?")
+
+
+def _second_complement(group, i, masked):
+    """What a second complement after "and a"/"and the" describes: in "Kilimanjaro is a
+    volcano in Tanzania and the highest mountain in Africa", Kilimanjaro (the first one's,
+    past the place it has), after a copula only; None when ``group[i]`` is no such complement."""
+    j = i - 1
+    if not _AND_ANOTHER.fullmatch(masked, group[j].end, group[i].start):
+        return None
+    if group[j].type in _NAMED and j > 0 and group[j - 1].type == "concept" and _PLACE_PP.fullmatch(masked, group[j - 1].end, group[j].start):
+        j -= 1
+    if group[j].type != "concept" or group[j].features.get("coref"):
+        return None
+    described = _described(group, group[j], masked)
+    if described is group[j] or not _COPULA_WORD.search(masked, described.end, group[j].start):
+        return None  # "Basin, a broker and a cache": after a comma, a list
+    return described
 
 
 _NUMBER_COMMA = re.compile(r"(?<=\d),(?=\d{3})")  # "over 2,900 reefs": a number's comma parts nothing
@@ -816,7 +932,7 @@ def _shared_head(a, b, masked):
 
 
 # "the package's", "the users'", "the world's most visited", "the world's largest"
-_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+(?:(?:most|least)\s+)?(?:[a-z]+est\s+)?")
+_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])\s+(?:(?:most|least)\s+(?:[a-z]+\s+){0,2}|[a-z]+est\s+)?")
 # "to build a wheel using X": a means ("using", "utilizing") goes with the verb, and so
 # with its subject, not with the verb's object.
 _MEANS = re.compile(r"(?:using|utili[sz]ing)\b")
@@ -1067,6 +1183,7 @@ def _titled(a, b, masked):
 
 
 _BY = re.compile(r"\s+by\s+(?:the\s+)?")
+_BY_THE_PEOPLES = re.compile(r"\s+by\s+the\s+[A-Z][a-z]+(?:an|ese|ish|ch|i)\s+")  # "by the Spanish artist X"
 
 
 def _work_by(group, masked, sentence):
@@ -1081,7 +1198,7 @@ def _work_by(group, masked, sentence):
         ):
             found.append(RelationCandidate(a, b, "owned_by", 0.6, 1.0, sentence, "patterns"))  # "the Mona Lisa by Leonardo da Vinci"
             continue
-        if not i or a.type != "concept" or not _BY.fullmatch(masked, a.end, b.start):
+        if not i or a.type != "concept" or not (_BY.fullmatch(masked, a.end, b.start) or b.type == "concept" and _BY_THE_PEOPLES.fullmatch(masked, a.end, b.start)):
             continue
         if b.type == "concept" and i + 2 < len(group) and _titled(b, group[i + 2], masked):
             b = group[i + 2]
@@ -1106,7 +1223,7 @@ def _capitals(group, masked, sentence):
     for i, (a, b) in enumerate(zip(group, group[1:])):
         if a.type != "concept" or a.name.lower() not in ("capital", "capital city"):
             continue
-        if b.type == "concept" and i + 2 < len(group) and re.fullmatch(r"\s+and\s+(?:(?:the|its)\s+)?(?:[a-z]+est\s+)?", masked[a.end : b.start]):
+        if b.type == "concept" and i + 2 < len(group) and re.fullmatch(r"\s+and\s+(?:(?:the|its)\s+)?(?:(?:most|least)\s+[a-z]+\s+|[a-z]+est\s+)?", masked[a.end : b.start]):
             b = group[i + 2]  # "the capital and largest city of France"
             if masked[group[i + 1].end : b.start] != " of ":
                 continue
@@ -1199,13 +1316,31 @@ _PLACE_PARTS = frozenset(
 
 
 def _place_beyond(group, right, masked):
-    """The name a part of a place belongs to ("the centre of Paris": Paris), else ``right``."""
+    """The name a part of a place belongs to ("the centre of Paris", "the eastern coast of
+    Honshu": Paris, Honshu), else ``right``."""
     i = group.index(right)
-    if right.type == "concept" and right.name.lower() in _PLACE_PARTS and i + 1 < len(group):
+    if right.type == "concept" and right.name.lower().split()[-1] in _PLACE_PARTS and i + 1 < len(group):
         place = group[i + 1]
-        if place.type in _NAMED and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
-            return place
+        if (place.type in _NAMED or place.type == "concept") and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
+            return place  # "the centre of Paris", "the west bank of the Dnieper river"
     return right
+
+
+_PLACE_INSERTION = re.compile(r"\s*,\s*(?:off|near|in|on|at|along)\s+(?:the\s+)?")
+_INSERTION_CLOSE = re.compile(r"\s*,")
+
+
+def _inserted_places(group, masked, sentence):
+    """"The Great Barrier Reef, off the coast of Queensland, is": a name, then a place
+    between commas that a preposition opens; the name is located there."""
+    found = []
+    for a, b in zip(group, group[1:]):
+        if a.type not in _NAMED or not a.name[:1].isupper() or not _PLACE_INSERTION.fullmatch(masked, a.end, b.start):
+            continue
+        place = _place_beyond(group, b, masked)
+        if place.type in _NAMED and place.name[:1].isupper() and place.norm != a.norm and _INSERTION_CLOSE.match(masked, place.end):
+            found.append(RelationCandidate(a, place, "located_in", 0.6, 1.0, sentence, "patterns"))
+    return found
 
 
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|from|to)\s+(?:the\s+)?$")
@@ -1300,13 +1435,20 @@ _PLACE_KINDS = frozenset(
     "city town village county province state kingdom empire republic island isle region district "
     "peninsula duchy principality canton prefecture municipality borough parish".split()
 )
+# Buildings and the institutions housed in one, named the same way: "the abbey of Cluny",
+# "the asylum of Saint-Paul", "the palace of Versailles".
+_BUILDING_KINDS = frozenset(
+    "abbey monastery convent priory castle palace fortress citadel cathedral church chapel basilica temple "
+    "shrine mosque synagogue asylum hospital prison".split()
+)
 _THE_BEFORE = re.compile(r"\b[Tt]he\s+$")
 
 
 def _place_of_name(a, b, masked):
-    """Whether concept ``a`` and name ``b`` read "the island of Honshu" (one place)."""
+    """Whether concept ``a`` and name ``b`` read "the island of Honshu", "the abbey of
+    Cluny" (one place)."""
     return (
-        a.type == "concept" and a.name.lower() in _PLACE_KINDS and masked[a.end : b.start] == " of "
+        a.type == "concept" and a.name.lower() in _PLACE_KINDS | _BUILDING_KINDS and masked[a.end : b.start] == " of "
         and b.type in _NAMED and b.name[:1].isupper() and not b.features.get("coref")
         and _THE_BEFORE.search(masked, max(0, a.start - 5), a.start) is not None
     )
@@ -1321,12 +1463,181 @@ def _kind_of_name(group, masked, sentence):
     ]
 
 
+# A noun that names a part of the thing after "of": "the outer shell of the Earth".
+_PART_OF_BEFORE = re.compile(
+    r"\b(?:part|layer|shell|core|crust|surface|interior|portion|section|region|lobe|chamber|wing)\s+of\s+(?:the\s+|an?\s+|its\s+|their\s+)?$"
+)
+_APPOSED_NAME = re.compile(r"\s*,\s+(?:the\s+)?")
+_APPOSITION_CLOSE = re.compile(r"\s*(?:,|\)|\s(?:is|are|was|were)\b)")
+
+
+def _named_parts(group, masked, sentence):
+    """"the outer shell of the Earth, the lithosphere, is ...": what an apposition names
+    after a part noun and its "of" is part of the thing the "of" names."""
+    found = []
+    for b, c in zip(group, group[1:]):
+        if not _PART_OF_BEFORE.search(masked, max(0, b.start - 30), b.start):
+            continue
+        if not _APPOSED_NAME.fullmatch(masked, b.end, c.start) or not _APPOSITION_CLOSE.match(masked, c.end):
+            continue
+        if c.type in ("version", "DATE", "step") or c.norm == b.norm or _LIST_GOES_ON.match(masked, c.end):
+            continue
+        found.append(RelationCandidate(c, b, "part_of", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
 def _titled_names(group, masked, sentence):
     """A name is what its title says: "the architect Ada Lovelace" is_a architect."""
     return [
         RelationCandidate(b, a, "is_a", 0.6, 1.0, sentence, "patterns")
         for a, b in zip(group, group[1:]) if _titled(a, b, masked)
     ]
+
+
+_KIND_OPENING = re.compile(r"(?:^|\W)(?:[Tt]he|[Tt]wo|[Tt]hree|[Ff]our|[Ff]ive|[Ss]ix|[Ss]even|[Ee]ight|[Nn]ine|[Tt]en|\d+)\s+(?:[\w-]+\s+){0,2}$")
+
+
+def _kind_members(group, masked, sentence):
+    """"the elements polonium and radium", "the painters Monet and Renoir": a plural noun,
+    then a list of two or more names of its members, each of them one of the kind; after a
+    comma when the kind is counted ("its two tributaries, the White Nile and the Blue Nile")."""
+    found = []
+    for i, kind in enumerate(group[:-2]):
+        last = kind.name.split()[-1]
+        if kind.type != "concept" or not last.islower() or lemma(last) == last:
+            continue
+        first = i + 1
+        if first + 1 < len(group) and _OF.fullmatch(masked, kind.end, group[first].start):
+            first += 1  # "the four moons of Jupiter, Io, Europa, ...": the members after the whole
+        gap = masked[group[first - 1].end : group[first].start]
+        if gap == " " and first == i + 1:
+            if not _KIND_OPENING.search(masked, max(0, kind.start - 40), kind.start):
+                continue
+        elif not (
+            _APPOSED_NAME.fullmatch(gap) and _COUNTED.search(masked, max(0, kind.start - 30), kind.start)
+            and all(m.type in _NAMED for m in group[first : first + 2])
+        ):
+            continue  # after a comma, a counted kind only: "its two tributaries, the White Nile and the Blue Nile"
+        members = [group[first]]
+        for m in group[first + 1 :]:
+            if not _COORD.match(masked[members[-1].end : m.start]):
+                break
+            members.append(m)
+        if len(members) < 2 or not re.search(r"\b(?:and|or)\b", masked[members[-2].end : members[-1].start]):
+            continue  # no list: "the elements oxygen" is no plural kind before its members
+        if any(m.type in ("version", "DATE", "step", "code") or m.features.get("coref") for m in members):
+            continue
+        found.extend(RelationCandidate(m, kind, "is_a", 0.6, 1.0, sentence, "patterns") for m in members if m.norm != kind.norm)
+    return found
+
+
+# What a maker makes: "his works", "her novels", "their best known albums".
+_WORK_NOUNS = frozenset(
+    "work painting novel book play poem composition opera symphony film song album writing invention design "
+    "sculpture building essay story".split()
+)
+_WORKS_VERB = re.compile(r"\s+(?:include|includes|included|are|were|comprise|comprises)\s+(?:the\s+)?")
+_PERSONAL_POSSESSIVES = frozenset("his her their".split())
+
+
+def _works_of(group, masked, sentence, s_end):
+    """"His works include the Brandenburg Concertos and the Goldberg Variations", "her best
+    known novels are Emma and Persuasion": the named works are owned by the possessor."""
+    found = []
+    for i, owner in enumerate(group):
+        if not owner.features.get("coref") or owner.surface.lower() not in _PERSONAL_POSSESSIVES or owner.type not in _MAKERS:
+            continue
+        for works in group[i + 1 : i + 3]:
+            between = masked[owner.end : works.start]
+            if works.type == "concept" and lemma(works.name.split()[-1]) in _WORK_NOUNS and _gap_words(between) <= 3 and not re.search(r"[,;:.()]", between):
+                break
+        else:
+            continue
+        verb = _WORKS_VERB.match(masked, works.end)
+        if verb is None:
+            continue
+        for work, _ in _rights_of(group, verb.end(), masked, s_end):
+            if work.type in _NAMED and work.name[:1].isupper() and not work.features.get("coref") and work.norm != owner.norm:
+                found.append(RelationCandidate(work, owner, "owned_by", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+_POSSESSIVE_PRONOUNS = frozenset("its his her their".split())
+_NAME_CLOSE = re.compile(r"\s*,")
+
+
+def _possessed_names(group, masked, sentence):
+    """"Its capital, Lima, lies ...", "Her best known novel, Beloved, won ...": the name
+    between commas after a possessive's noun is of that kind; a capital is part of the
+    possessor, a work owned by its person."""
+    found = []
+    for i in range(len(group) - 2):
+        owner = group[i]
+        if not owner.features.get("coref") or owner.surface.lower() not in _POSSESSIVE_PRONOUNS:
+            continue
+        k = i + 1
+        if group[k].type == "concept" and group[k].name.lower() == "best" and k + 2 < len(group):
+            k += 1  # "her best known novel": "best" is no noun of its own
+        kind, name = group[k], group[k + 1]
+        between = masked[owner.end : kind.start]
+        if kind.type != "concept" or _gap_words(between) > 3 or re.search(r"[,;:.()]", between):
+            continue
+        if name.type not in _NAMED or not name.name[:1].isupper() or name.features.get("coref"):
+            continue
+        if not _APPOSED_NAME.fullmatch(masked, kind.end, name.start) or not _NAME_CLOSE.match(masked, name.end) or _LIST_GOES_ON.match(masked, name.end):
+            continue
+        head = lemma(kind.name.split()[-1])
+        found.append(RelationCandidate(name, kind, "is_a", 0.6, 1.0, sentence, "patterns"))
+        if head == "capital" and owner.norm != name.norm:
+            found.append(RelationCandidate(name, owner, "part_of", 0.6, 1.0, sentence, "patterns"))
+        elif head in _WORK_NOUNS and owner.type in _MAKERS:
+            found.append(RelationCandidate(name, owner, "owned_by", 0.6, 1.0, sentence, "patterns"))
+    return found
+
+
+_AMONG_THEM = re.compile(r",\s*(?:among|amongst)\s+(?:them|these|those|which|whom|others)\s+(?:(?:are|were|is|was)\s+)?(?:the\s+)?")
+_QUANTIFIED = re.compile(
+    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|several|many|numerous|various|some|few|dozens\s+of|hundreds\s+of|\d+)"
+    r"\s+(?:[\w-]+\s+){0,2}$", re.I
+)
+
+
+def _among_them(group, masked, sentence, s_start, s_end):
+    """"four capital cities, among them Vienna and Budapest": the names after "among
+    them" are each one of the plural kind before the comma (a counted one first: "several
+    cities lie on its banks, among them Basel" are cities, no banks)."""
+    found = []
+    for match in _AMONG_THEM.finditer(masked, s_start, s_end):
+        kinds = [
+            m for m in group if m.end <= match.start() and m.type == "concept" and m.name.split()[-1].islower()
+            and lemma(m.name.split()[-1]) != m.name.split()[-1]
+        ]
+        if not kinds:
+            continue
+        counted = [m for m in kinds if _QUANTIFIED.search(masked, max(s_start, m.start - 30), m.start)]
+        kind = (counted or kinds)[-1]
+        for member, _ in _rights_of(group, match.end(), masked, s_end):
+            if member.type not in ("version", "DATE", "step") and member.norm != kind.norm:
+                found.append(RelationCandidate(member, kind, "is_a", 0.55, 1.0, sentence, "patterns"))
+    return found
+
+
+_OF_AFTER = re.compile(r"\s+of\b")
+
+
+def _second_kinds(group, masked, sentence):
+    """"Kilimanjaro is a volcano in Tanzania and the highest mountain in Africa": a second
+    complement is a kind too (not a relational noun before "of": "and the capital of X")."""
+    found = []
+    for i, kind in enumerate(group):
+        if i < 2 or kind.type != "concept" or _OF_AFTER.match(masked, kind.end) or _bare_kind(kind):
+            continue
+        if not (group[i - 1].type in _NAMED and _AND_ANOTHER.fullmatch(masked, group[i - 1].end, kind.start)):
+            continue  # "is a relay and a tide gauge": the copula's own list has it
+        described = _second_complement(group, i, masked)
+        if described is not None and described.norm != kind.norm:
+            found.append(RelationCandidate(described, kind, "is_a", 0.55, 1.0, sentence, "patterns"))
+    return found
 
 
 def _acronyms(group, masked, sentence):
@@ -1597,7 +1908,7 @@ _AUXILIARIES = frozenset(
 _RELATION_PREPOSITIONS = frozenset(
     """of in on at to for from by with into onto about over under through between among
     against during without within across after before since until upon via toward towards
-    behind beyond near along around throughout as like per up out off down away back""".split()
+    behind beyond near along around throughout as like per up out off down away back above below beneath""".split()
 )
 # Irregular past forms and participles the verb lexicon lacks: "was born in", "fought in".
 _IRREGULAR_PAST = frozenset(
@@ -1702,7 +2013,7 @@ _PREPOSITION_BEFORE = re.compile(
     re.I,
 )
 # What joins a head noun to its prepositional object: "movement of the plates".
-_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with|by)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
+_OF_LINK = re.compile(r"\s+(?:of|in|on|at|for|from|with|by|above|below|near)\s+(?:(?:the|an?|its|their|his|her)\s+)?")
 # What opens an apposition: "Johannes Gutenberg, a goldsmith from Mainz, developed".
 _APPOSITION_OPENING = re.compile(r"\s*(?:a|an|the|(?P<relative>who|which))\s")
 # Verbs that link a subject to a noun, which a relation phrase may then hold ("is a city
