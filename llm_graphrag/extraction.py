@@ -2592,6 +2592,9 @@ def _title_before_name(m, following, text):
 def finish_mentions(chunk, mentions, context):
     """Overlaps resolved, snippets filled, sentence indexes set, coreferences added."""
     analysis = context.analyze(chunk)
+    # A span of no characters names nothing ("**rule**" after "post(rule, **options)" leaves
+    # an empty bold between the two pairs of stars).
+    mentions = [m for m in mentions if m.end > m.start]
     mentions = _modifier_names(_premodifiers(resolve_overlaps(_cut_at_names(_origins(mentions), chunk.text)), chunk.text))
     corefs = coref_lite(chunk, mentions, analysis, context.cache.get("subject"), context.lower_words)
     if corefs:

@@ -15,6 +15,13 @@ from dataclasses import dataclass
 
 from .extraction import DETERMINERS, MODALS, STOPWORDS, _name_and_kind, _person_noun, heading_lines, lemma, word_class
 
+
+def _last_word(name):
+    """The last word of a mention's name ("" for a name of no word: markup alone)."""
+    words = name.split()
+    return words[-1] if words else ""
+
+
 # The vocabulary: seed 004's, plus is_a/causes/produces for ordinary prose and
 # related_to for co-occurrence. Phrases make each relation a readable fact.
 REL_PHRASES = {
@@ -409,7 +416,7 @@ def pattern_relations(chunk, mentions, context):
                 rights = rights + [(m, rights[-1][1] + 1) for m in _colon_items(group, rights[-1][0], masked)]
             if rel == "defines" and _MODAL_BEFORE.search(masked, max(s_start, t_start - 16), t_start):
                 continue  # "each client must specify the port": an instruction, no definition
-            if _DERIVED.search(match.group()) and rights[0][0].type == "concept" and rights[0][0].name.split()[-1].islower():
+            if _DERIVED.search(match.group()) and rights[0][0].type == "concept" and _last_word(rights[0][0].name).islower():
                 continue  # "antibiotics derived from moulds": a substance's source, no subclass
             if _PROVIDES.match(match.group()):
                 rights = [r for r in rights if r[0].type == "code"]
@@ -559,7 +566,7 @@ def _main_subject(group, last, masked, s_end):
 def _kind_before_names(left, rights):
     """Whether a plural copula joins a plural common noun to names ("the main ports are
     Hull and Goole"): the names are of the kind, not the kind of them."""
-    last = left.name.split()[-1]
+    last = _last_word(left.name)
     return (
         left.type == "concept" and not left.features.get("coref") and last.islower() and lemma(last) != last
         and all(r.type in _NAMED and r.name[:1].isupper() and not r.features.get("coref") for r, _ in rights)
@@ -1177,7 +1184,7 @@ def _titled(a, b, masked):
     return (
         a.type == "concept" and b.type in _NAMED and masked[a.end : b.start] == " " and not b.features.get("coref")
         and " " in b.name.strip() and all(w[:1].isupper() or w.islower() and len(w) <= 3 for w in b.name.split())
-        and word_class(a.name.split()[-1].lower()) == "noun"
+        and word_class(_last_word(a.name).lower()) == "noun"
         and _TITLE_OPENING.search(masked, max(0, a.start - 24), a.start) is not None
     )
 
@@ -1255,7 +1262,7 @@ def _noun_from_place(group, masked, sentence):
     for i, (a, b) in enumerate(zip(group, group[1:])):
         if (
             a.type == "concept" and b.type in _NAMED and b.name[:1].isupper()
-            and masked[a.end : b.start] == " from " and word_class(a.name.split()[-1].lower()) == "noun"
+            and masked[a.end : b.start] == " from " and word_class(_last_word(a.name).lower()) == "noun"
             and not _VERB_OBJECT.search(masked, max(0, a.start - 30), a.start)
         ):
             described = _described(group, a, masked)
@@ -1319,7 +1326,7 @@ def _place_beyond(group, right, masked):
     """The name a part of a place belongs to ("the centre of Paris", "the eastern coast of
     Honshu": Paris, Honshu), else ``right``."""
     i = group.index(right)
-    if right.type == "concept" and right.name.lower().split()[-1] in _PLACE_PARTS and i + 1 < len(group):
+    if right.type == "concept" and _last_word(right.name).lower() in _PLACE_PARTS and i + 1 < len(group):
         place = group[i + 1]
         if (place.type in _NAMED or place.type == "concept") and place.name[:1].isupper() and _OF.fullmatch(masked, right.end, place.start):
             return place  # "the centre of Paris", "the west bank of the Dnieper river"
@@ -1414,10 +1421,10 @@ def _kind_in_place(group, masked, sentence):
     for i, kind in enumerate(group[:-1]):
         j = i + 1
         if kind.type != "concept" or not _IN_PLACE.fullmatch(masked, kind.end, group[j].start) and not (
-            masked[kind.end : group[j].start] == " of " and kind.name.split()[-1].lower() in _PLACE_KINDS
+            masked[kind.end : group[j].start] == " of " and _last_word(kind.name).lower() in _PLACE_KINDS
         ):
             continue  # "a port city in southern Norway"; "the largest city of Germany"
-        if _person_noun(kind.name.split()[-1].lower()):
+        if _person_noun(_last_word(kind.name).lower()):
             continue
         described = _described(group, kind, masked)
         if described is kind or described.features.get("coref") and described.type == "concept":
@@ -1503,7 +1510,7 @@ def _kind_members(group, masked, sentence):
     comma when the kind is counted ("its two tributaries, the White Nile and the Blue Nile")."""
     found = []
     for i, kind in enumerate(group[:-2]):
-        last = kind.name.split()[-1]
+        last = _last_word(kind.name)
         if kind.type != "concept" or not last.islower() or lemma(last) == last:
             continue
         first = i + 1
@@ -1549,7 +1556,7 @@ def _works_of(group, masked, sentence, s_end):
             continue
         for works in group[i + 1 : i + 3]:
             between = masked[owner.end : works.start]
-            if works.type == "concept" and lemma(works.name.split()[-1]) in _WORK_NOUNS and _gap_words(between) <= 3 and not re.search(r"[,;:.()]", between):
+            if works.type == "concept" and lemma(_last_word(works.name)) in _WORK_NOUNS and _gap_words(between) <= 3 and not re.search(r"[,;:.()]", between):
                 break
         else:
             continue
@@ -1586,7 +1593,7 @@ def _possessed_names(group, masked, sentence):
             continue
         if not _APPOSED_NAME.fullmatch(masked, kind.end, name.start) or not _NAME_CLOSE.match(masked, name.end) or _LIST_GOES_ON.match(masked, name.end):
             continue
-        head = lemma(kind.name.split()[-1])
+        head = lemma(_last_word(kind.name))
         found.append(RelationCandidate(name, kind, "is_a", 0.6, 1.0, sentence, "patterns"))
         if head == "capital" and owner.norm != name.norm:
             found.append(RelationCandidate(name, owner, "part_of", 0.6, 1.0, sentence, "patterns"))
@@ -1609,8 +1616,8 @@ def _among_them(group, masked, sentence, s_start, s_end):
     found = []
     for match in _AMONG_THEM.finditer(masked, s_start, s_end):
         kinds = [
-            m for m in group if m.end <= match.start() and m.type == "concept" and m.name.split()[-1].islower()
-            and lemma(m.name.split()[-1]) != m.name.split()[-1]
+            m for m in group if m.end <= match.start() and m.type == "concept" and _last_word(m.name).islower()
+            and lemma(_last_word(m.name)) != _last_word(m.name)
         ]
         if not kinds:
             continue

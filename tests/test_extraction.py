@@ -1103,6 +1103,21 @@ def test_markdown_underscore_bold_is_a_term_and_a_dunder_name_is_code():
     assert found == [("Tidepool", "term"), ("__init__", "code"), ("__init__", "code")]
 
 
+def test_no_mention_is_empty_where_a_signature_shares_the_stars_of_bold_parameters():
+    # Sphinx API pages (Flask's) put "**options" in a signature before "**rule**" and
+    # "**options**": the stars pair up across them and left a bold of no characters.
+    text = "post(rule, **options) Shortcut for `route()`. Parameters: **rule** (str) – **options** (Any) – Return type: Callable"
+    found = mentions_of(text)
+    assert found and all(m.end > m.start and m.name.strip() for m in found)
+
+
+def test_a_relation_pattern_survives_a_mention_of_no_word():
+    # A relation rule that reads a mention's last word must not fail on a name of none.
+    from llm_graphrag.relations import _last_word
+
+    assert _last_word("") == "" and _last_word("noble gases") == "gases"
+
+
 def test_inline_html_tags_in_markdown_are_markup():
     analysis = Analysis('## <a id="intro">1.</a> Introduction <br/> see :ref:`Tides <a-label>`')
     assert analysis.masked.split() == ["1.", "Introduction", "see", "Tides"]
