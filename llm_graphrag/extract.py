@@ -511,8 +511,11 @@ def _orphaned(db, entity_ids=None):
     those entities (default: every entity a mention links to by a near-identical name,
     its link score below 1)."""
     if entity_ids is None:
+        # Read in the table's order (``not indexed``): walking the entity index instead read
+        # every row out of order, fourteen times as long on python3.11-doc (0.57 s).
         entity_ids = [e for (e,) in db.execute(
-            "select distinct entity_id from mentions where link_score < 1 and features not like '%\"coref\": true%'"
+            "select distinct entity_id from mentions not indexed "
+            "where link_score < 1 and features not like '%\"coref\": true%'"
         )]
     orphans = [e for (e,) in db.execute(
         "select e.id from entities e where e.id in (select value from json_each(?)) and not exists "
