@@ -133,6 +133,28 @@ def foreign_keys_off(db):
         db.execute("pragma foreign_keys = on")
 
 
+# Pages the write-ahead log of a bulk extraction grows to before it is copied into the
+# database (SQLite's default: 1,000). Each copy rewrites the pages the transactions since
+# changed and waits for the disk twice; python3.11-doc's run copied after nearly every
+# commit of its forty, and a page written by several of them was copied as many times.
+BULK_CHECKPOINT_PAGES = 8192
+
+
+@contextlib.contextmanager
+def checkpoints_spaced(db, pages=BULK_CHECKPOINT_PAGES):
+    """Let the write-ahead log grow to ``pages`` before SQLite checkpoints it, for what
+    runs inside (a bulk write of many transactions), then back to what it was."""
+    (before,) = db.conn.execute("pragma wal_autocheckpoint").fetchone()
+    if before <= 0 or before >= pages:  # checkpoints off, or spaced already
+        yield
+        return
+    db.conn.execute(f"pragma wal_autocheckpoint = {int(pages)}")
+    try:
+        yield
+    finally:
+        db.conn.execute(f"pragma wal_autocheckpoint = {int(before)}")
+
+
 def wrap_connection(conn):
     """A ``sqlite_utils.Database`` over a connection someone else opened and configured
     (Datasette's, or one a SQL function runs on); plugins are not run again."""

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from . import parallel, plugins
-from .db import ChangedMeanwhile, foreign_keys_off
+from .db import ChangedMeanwhile, checkpoints_spaced, foreign_keys_off
 from .extraction import (
     ChunkText,
     ExtractionContext,
@@ -108,9 +108,14 @@ def extract_and_link(db, doc_ids=None, *, progress=None, force=False, workers=No
     # A bulk run's triggers stay out through the rounds after it too (``_again_rounds``): those
     # rewrite a third of the documents, and row by row full-text indexing cost them more
     # than the links; the indexes are rebuilt once, when the last round is done. Garbage
-    # is collected once too, not after each round (each walked what ``found`` keeps).
+    # is collected once too, not after each round (each walked what ``found`` keeps), and
+    # the write-ahead log is checkpointed less often (``checkpoints_spaced``).
     bulk = bool(pending or unfinished) and _is_bulk(db, pending, unfinished)
-    with parallel.gc_paused(), triggers_deferred(db, DEFERRED_TRIGGERS) if bulk else contextlib.nullcontext():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(parallel.gc_paused())
+        if bulk:
+            stack.enter_context(checkpoints_spaced(db))
+            stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         if pending or unfinished:
             totals, again = _run(db, pending, settings, progress, workers, unfinished, found, triggers_out=bulk)
             again = sorted(set(again) | set(left_again))
@@ -506,8 +511,11 @@ def _orphaned(db, entity_ids=None):
     those entities (default: every entity a mention links to by a near-identical name,
     its link score below 1)."""
     if entity_ids is None:
+        # Read in the table's order (``not indexed``): walking the entity index instead read
+        # every row out of order, fourteen times as long on python3.11-doc (0.57 s).
         entity_ids = [e for (e,) in db.execute(
-            "select distinct entity_id from mentions where link_score < 1 and features not like '%\"coref\": true%'"
+            "select distinct entity_id from mentions not indexed "
+            "where link_score < 1 and features not like '%\"coref\": true%'"
         )]
     orphans = [e for (e,) in db.execute(
         "select e.id from entities e where e.id in (select value from json_each(?)) and not exists "

@@ -906,6 +906,25 @@ def test_batches_that_only_insert_check_foreign_keys_once(tmp_path, monkeypatch)
     assert _graph_rows(enforcing) == unchecked and len(unchecked[0]) > 1000
 
 
+def test_a_bulk_run_spaces_checkpoints_and_puts_the_default_back(tmp_path, monkeypatch):
+    from llm_graphrag import extract
+    from llm_graphrag.db import BULK_CHECKPOINT_PAGES
+
+    spacing = []
+    real_write = extract._write
+
+    def write(db, prepared, *args):
+        spacing.append(db.execute("pragma wal_autocheckpoint").fetchone()[0])
+        return real_write(db, prepared, *args)
+
+    monkeypatch.setattr(extract, "_write", write)
+    db = _sample_db(tmp_path / "graphrag.db")
+    before = db.execute("pragma wal_autocheckpoint").fetchone()[0]
+    extract_and_link(db, workers=0)
+    assert spacing and set(spacing) == {BULK_CHECKPOINT_PAGES} != {before}
+    assert db.execute("pragma wal_autocheckpoint").fetchone()[0] == before
+
+
 def test_a_batch_whose_documents_were_deleted_meanwhile_is_not_stored(tmp_path, monkeypatch):
     from llm_graphrag import extract
     from llm_graphrag.db import connect
