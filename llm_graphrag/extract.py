@@ -28,6 +28,7 @@ from .extraction import (
     ExtractionContext,
     ExtractionSettings,
     Gazetteer,
+    description_text,
     finish_mentions,
     heading_lines,
     normalize,
@@ -37,7 +38,9 @@ from .extraction import (
 from .linking import GENERIC_TYPES, Linker, entity_text, type_order
 from .refine import (
     COOCCURRENCE_MIN_SENTENCES,
+    HELD_RELATIONS,
     RELEASED_SETTING,
+    defer_refinement,
     generic_norms,
     no_longer_generic,
     refine_graph,
@@ -50,7 +53,7 @@ GENERIC_MENTION_TYPES = frozenset({"concept", "term", "name"})
 from .relations import SYMMETRIC, UNTYPED, fact_text
 from .schema import DEFERRED_TRIGGERS as SUSPENDED_SETTING
 from .schema import (
-    VECTOR_INSERT_TRIGGER, get_setting, has_trigger, indexes_deferred, restore_indexes, restore_triggers, set_setting,
+    EVIDENCE_TRIGGER, VECTOR_INSERT_TRIGGER, get_setting, has_trigger, indexes_deferred, restore_indexes, restore_triggers, set_setting,
     triggers_deferred,
 )
 
@@ -257,11 +260,63 @@ def settle(db, workers=None):
     _again_rounds(db, sorted(again), load_settings(db), workers)
 
 
-def _release(db, doc_ids):
-    """Take back what extraction stored for ``doc_ids`` (``ingest.release_extraction``),
-    held co-occurrence evidence and dropped heads and words included."""
-    from .ingest import release_extraction
+def release_extraction(db, doc_ids, refine=True):
+    """Take back what extraction stored for documents whose chunks are about to go.
 
+    Their mentions and relation evidence are deleted (a relation left without evidence
+    goes with it, by trigger), the entities they mentioned lose that popularity, and those
+    no other document mentions are deleted with their relations and vectors; relations
+    that keep other evidence get their weight and confidence from what remains. The
+    documents are marked as not extracted. Call inside the caller's transaction.
+    """
+    conn = db.conn
+    if not refine:  # extracted again next: the names they had, for ``_absorbing``
+        remember_roots(db, doc_ids)
+    ids = json.dumps(list(doc_ids))
+    in_docs = "doc_id in (select value from json_each(?))"
+    counts = conn.execute(
+        f"select entity_id, count(*) from mentions where {in_docs} and entity_id is not null "
+        "group by entity_id",
+        [ids],
+    ).fetchall()
+    relations = [
+        r for (r,) in conn.execute(f"select distinct relation_id from relation_evidence where {in_docs}", [ids])
+    ]
+    conn.execute(f"delete from relation_evidence where {in_docs}", [ids])
+    conn.execute(f"delete from mentions where {in_docs}", [ids])
+    conn.executemany(
+        "update entities set popularity = popularity - ? where id = ?", [(n, e) for e, n in counts]
+    )
+    mentioned = json.dumps([e for e, _ in counts])
+    conn.execute(
+        "delete from entities where id in (select value from json_each(?)) and not exists "
+        "(select 1 from mentions m where m.entity_id = entities.id)",
+        [mentioned],
+    )
+    conn.execute(
+        "update relations set weight = (select round(total(confidence), 4) from relation_evidence e "
+        "where e.relation_id = relations.id), confidence = coalesce((select max(confidence) from "
+        "relation_evidence e where e.relation_id = relations.id), confidence), chunk_id = coalesce("
+        "(select chunk_id from relation_evidence e where e.relation_id = relations.id and "
+        "e.chunk_id = relations.chunk_id and e.doc_id not in (select value from json_each(?))), "
+        "(select chunk_id from relation_evidence e where e.relation_id = relations.id "
+        "order by confidence desc, id limit 1)) where id in (select value from json_each(?))",
+        [ids, json.dumps(relations)],
+    )
+    conn.execute("update docs set extracted_hash = null where id in (select value from json_each(?))", [ids])
+    # What the corpus decides of the entities that lost mentions (their names, whether
+    # they are generic, their co-occurrence edges) may change with them.
+    # ``refine=False``: the documents are extracted again next, and that run refines them.
+    survivors = [e for e, _ in counts]
+    if survivors and not refine:
+        defer_refinement(db, survivors)
+    elif survivors:
+        refine_graph(db, load_settings(db), entity_ids=survivors)
+
+
+def _release(db, doc_ids):
+    """Take back what extraction stored for ``doc_ids`` (``release_extraction``),
+    held co-occurrence evidence and dropped heads and words included."""
     with db.atomic():
         for table in ("held_evidence", "dropped_heads", "dropped_words"):
             db.conn.execute(f"delete from {table} where doc_id in (select value from json_each(?))", [json.dumps(doc_ids)])
@@ -337,7 +392,6 @@ def unfinished_work(db, doc_ids=None):
 # it indexes entities' and relations' full text once at the end, counts relations'
 # evidence itself (see ``_write``) and writes entity and fact vectors into their vec0
 # indexes itself (see ``write_embeddings``).
-EVIDENCE_TRIGGER = "relation_evidence_added"  # relations.evidence_count + 1 per evidence row
 DEFERRED_TRIGGERS = {
     "entities": ("entities_ai", "entities_ad", "entities_au"),
     "relations": ("relations_ai", "relations_ad", "relations_au"),
@@ -1115,7 +1169,6 @@ class _Found:
         self.describes = None  # (rank, sentence start, end) when it describes its entity best here
 
 
-_EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
 
 
 def _description_candidate(record, defining, chunk, spans):
@@ -1152,12 +1205,6 @@ def _sentence_description(text, start, end):
     sentence share them, so each sentence is read once."""
     description = description_text(text[start:end])
     return description, _weak(description, None)
-
-
-def description_text(sentence):
-    """A sentence as a description: emphasis markers out, whitespace runs as one space,
-    at most 400 characters."""
-    return " ".join(_EMPHASIS.sub("", sentence).split())[:400]
 
 
 def _describe(entity, candidate, chunk):
@@ -1462,7 +1509,6 @@ def _relation_rows(conn, keys, size=256):
     return found
 
 
-HELD_RELATIONS = ("related_to",)  # the relations refine.score_cooccurrence may hold back
 
 
 def _held_rows(conn, keys, size=256):

@@ -1615,7 +1615,7 @@ def _takes_object(nxt, opening):
 def _library_stop_words():
     """The stop-words library's English list ("specified", "associated", "various"): as a
     leading modifier, such a word tells nothing about the thing a phrase names."""
-    from .refine import stop_words
+    from .vocabulary import stop_words
 
     return stop_words()
 
@@ -2529,7 +2529,7 @@ def _origins(mentions):
 
 def _english_word(low):
     """Whether ``low`` is a word of general English (``refine.common_word``)."""
-    from .refine import common_word
+    from .vocabulary import common_word
 
     return common_word(low)
 
@@ -2587,6 +2587,15 @@ def _title_before_name(m, following, text):
         and word_class(m.name.lower()) == "noun"
         and _DETERMINER_BEFORE.search(text, max(0, m.start - 24), m.start) is not None
     )
+
+
+_EMPHASIS = re.compile(r"\*\*")  # Markdown bold markers around defined terms
+
+
+def description_text(sentence):
+    """A sentence as a description: emphasis markers out, whitespace runs as one space,
+    at most 400 characters."""
+    return " ".join(_EMPHASIS.sub("", sentence).split())[:400]
 
 
 def finish_mentions(chunk, mentions, context):

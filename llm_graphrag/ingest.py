@@ -15,7 +15,6 @@ import pathlib
 import stat
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from . import dedup_store
 from . import limits as limits_module
@@ -410,6 +409,8 @@ def _write_document(db, document, chunks, vectors, tags):
         if row:
             doc_id = row[0]
             # Its new chunks are searchable sooner: their extraction refines what this takes.
+            from .extract import release_extraction
+
             release_extraction(db, [doc_id], refine=False)
             conn.execute("delete from chunks where doc_id = ?", [doc_id])
             conn.execute(
@@ -484,6 +485,8 @@ def purge_documents(db, doc_ids):
     doc_ids = list(doc_ids)
     if not doc_ids:
         return 0
+    from .extract import release_extraction
+
     with db.atomic():
         release_extraction(db, doc_ids)
         dedup_store.record_removal(db.conn, doc_ids)
@@ -491,67 +494,6 @@ def purge_documents(db, doc_ids):
             "delete from docs where id in (select value from json_each(?))", [json.dumps(doc_ids)]
         )
     return len(doc_ids)
-
-
-def release_extraction(db, doc_ids, refine=True):
-    """Take back what extraction stored for documents whose chunks are about to go.
-
-    Their mentions and relation evidence are deleted (a relation left without evidence
-    goes with it, by trigger), the entities they mentioned lose that popularity, and those
-    no other document mentions are deleted with their relations and vectors; relations
-    that keep other evidence get their weight and confidence from what remains. The
-    documents are marked as not extracted. Call inside the caller's transaction.
-    """
-    conn = db.conn
-    if not refine:  # extracted again next: the names they had, for ``extract._absorbing``
-        from .extract import remember_roots
-
-        remember_roots(db, doc_ids)
-    ids = json.dumps(list(doc_ids))
-    in_docs = "doc_id in (select value from json_each(?))"
-    counts = conn.execute(
-        f"select entity_id, count(*) from mentions where {in_docs} and entity_id is not null "
-        "group by entity_id",
-        [ids],
-    ).fetchall()
-    relations = [
-        r for (r,) in conn.execute(f"select distinct relation_id from relation_evidence where {in_docs}", [ids])
-    ]
-    conn.execute(f"delete from relation_evidence where {in_docs}", [ids])
-    conn.execute(f"delete from mentions where {in_docs}", [ids])
-    conn.executemany(
-        "update entities set popularity = popularity - ? where id = ?", [(n, e) for e, n in counts]
-    )
-    mentioned = json.dumps([e for e, _ in counts])
-    conn.execute(
-        "delete from entities where id in (select value from json_each(?)) and not exists "
-        "(select 1 from mentions m where m.entity_id = entities.id)",
-        [mentioned],
-    )
-    conn.execute(
-        "update relations set weight = (select round(total(confidence), 4) from relation_evidence e "
-        "where e.relation_id = relations.id), confidence = coalesce((select max(confidence) from "
-        "relation_evidence e where e.relation_id = relations.id), confidence), chunk_id = coalesce("
-        "(select chunk_id from relation_evidence e where e.relation_id = relations.id and "
-        "e.chunk_id = relations.chunk_id and e.doc_id not in (select value from json_each(?))), "
-        "(select chunk_id from relation_evidence e where e.relation_id = relations.id "
-        "order by confidence desc, id limit 1)) where id in (select value from json_each(?))",
-        [ids, json.dumps(relations)],
-    )
-    conn.execute("update docs set extracted_hash = null where id in (select value from json_each(?))", [ids])
-    # What the corpus decides of the entities that lost mentions (their names, whether
-    # they are generic, their co-occurrence edges) may change with them.
-    # ``refine=False``: the documents are extracted again next, and that run refines them.
-    survivors = [e for e, _ in counts]
-    if survivors and not refine:
-        from .refine import defer_refinement
-
-        defer_refinement(db, survivors)
-    elif survivors:
-        from .extract import load_settings
-        from .refine import refine_graph
-
-        refine_graph(db, load_settings(db), entity_ids=survivors)
 
 
 def purge_orphans(db):

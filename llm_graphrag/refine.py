@@ -33,7 +33,9 @@ from functools import lru_cache
 from .extraction import GENERIC_TYPES
 from .linking import type_order
 from .relations import STATED_PREFIX, UNTYPED, fact_text
+from .vocabulary import common_word, stop_words
 
+HELD_RELATIONS = ("related_to",)  # the relations refine.score_cooccurrence may hold back
 # A word in more than this share of documents tells none of them apart...
 GENERIC_DOCUMENT_SHARE = 0.05
 # ...once it is in at least this many (a small corpus has no statistics to speak of).
@@ -47,14 +49,6 @@ WORD_TYPES = ("concept", "term")
 
 
 @lru_cache(maxsize=1)
-def stop_words():
-    """English stop words of the ``stop-words`` library, in lower case."""
-    from stop_words import get_stop_words
-
-    return frozenset(w.lower() for w in get_stop_words("en"))
-
-
-@lru_cache(maxsize=1)
 def stop_norms():
     """The stop words and their norms ("excluding" is "exclud"): a generic word's norm
     that is one of these was found generic for being a stop word, whatever the corpus."""
@@ -62,23 +56,6 @@ def stop_norms():
 
     words = stop_words()
     return words | {normalize(w) for w in words}
-
-
-def common_word(word):
-    """Whether ``word`` is a word of general English: one whole token of the bundled
-    embedding model's vocabulary (BERT's, made from word counts of books and an
-    encyclopedia). A name the corpus coined ("ingest-gateway", "tidepool") is no such
-    word, however often the corpus uses it."""
-    return word in _vocabulary()
-
-
-@lru_cache(maxsize=1)
-def _vocabulary():
-    """The whole-word tokens of the bundled model's tokenizer."""
-    from .embeddings import MODEL_DIR, load_static_model
-
-    # Its path as a string, as the embedder loads it: the model loaded once, not twice.
-    return frozenset(t for t in load_static_model(str(MODEL_DIR)).tokenizer.get_vocab() if t.isalpha())
 
 
 def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None):
@@ -476,8 +453,7 @@ def _revive_held(db, total, scoped=False):
     """Held co-occurrence evidence whose pair now passes becomes a relation again, with
     the fact a whole run writes; returns how many. ``scoped``: only pairs of an entity
     in scope."""
-    from .extract import EVIDENCE_TRIGGER, HELD_RELATIONS
-    from .schema import has_trigger
+    from .schema import EVIDENCE_TRIGGER, has_trigger
 
     revive = []
     # Pairs held in fewer sentences than a relation needs cannot pass: most are, and
@@ -727,7 +703,7 @@ MAX_ALIASES = 50
 def _best_descriptions(db, scope="refine_scope"):
     """``{entity id: (sentence, {"defined": .., "home": ..})}``: the best description
     candidate among the mentions of the entities in scope (see ``canonical_names``)."""
-    from .extract import description_text
+    from .extraction import description_text
 
     # The best candidate of each entity picked here, not by a window function over them
     # all (sorting every candidate took most of the refinement's time); the chunks' text

@@ -13,6 +13,9 @@ from sqlite_utils import Migrations
 
 migrations = Migrations("graphrag")
 
+EVIDENCE_TRIGGER = "relation_evidence_added"  # relations.evidence_count + 1 per evidence row
+
+
 DEFAULT_MODEL = "graphrag"
 DEFAULT_DIMENSIONS = 256
 
