@@ -15,7 +15,6 @@ import pathlib
 import stat
 from dataclasses import dataclass, field
 
-
 from . import dedup_store
 from . import limits as limits_module
 from . import parallel

@@ -51,7 +51,6 @@ PATTERNS = [
         rf"(?:=|:|=>)\s*[\"']?(?P<s>{_VALUE})",
     ),
 ]
-_COMPILED = [(kind, re.compile(pattern)) for kind, pattern in PATTERNS]
 # What every match of a kind holds, in lower case: a text with none of them is not searched
 # for that kind (most blocks hold no secret, and 1.7 million searches cost python3.11-doc's
 # ingest 3 of its 10 seconds).
@@ -66,6 +65,8 @@ NEEDLES = {
     "password": ("passw", "pwd"),
     "secret": ("key", "secret", "token"),
 }
+# (kind, compiled pattern, needles); a kind without needles fails here, at import
+_COMPILED = [(kind, re.compile(pattern), NEEDLES[kind]) for kind, pattern in PATTERNS]
 
 
 @dataclass
@@ -85,8 +86,8 @@ class Redactor:
         if not self.enabled or not text:
             return text
         lowered = text.lower()
-        for kind, pattern in _COMPILED:
-            if any(needle in lowered for needle in NEEDLES[kind]):
+        for kind, pattern, needles in _COMPILED:
+            if any(needle in lowered for needle in needles):
                 text = pattern.sub(lambda match, kind=kind: self._replace(kind, match), text)
         return text
 
