@@ -1334,7 +1334,7 @@ def _place_beyond(group, right, masked):
 
 
 _PLACE_INSERTION = re.compile(r"\s*,\s*(?:off|near|in|on|at|along)\s+(?:the\s+)?")
-_INSERTION_CLOSE = re.compile(r"\s*,")
+_COMMA_NEXT = re.compile(r"\s*,")  # a comma closes an insertion or an apposed name
 
 
 def _inserted_places(group, masked, sentence):
@@ -1345,7 +1345,7 @@ def _inserted_places(group, masked, sentence):
         if a.type not in _NAMED or not a.name[:1].isupper() or not _PLACE_INSERTION.fullmatch(masked, a.end, b.start):
             continue
         place = _place_beyond(group, b, masked)
-        if place.type in _NAMED and place.name[:1].isupper() and place.norm != a.norm and _INSERTION_CLOSE.match(masked, place.end):
+        if place.type in _NAMED and place.name[:1].isupper() and place.norm != a.norm and _COMMA_NEXT.match(masked, place.end):
             found.append(RelationCandidate(a, place, "located_in", 0.6, 1.0, sentence, "patterns"))
     return found
 
@@ -1530,7 +1530,7 @@ def _kind_members(group, masked, sentence):
             if not _COORD.match(masked[members[-1].end : m.start]):
                 break
             members.append(m)
-        if len(members) < 2 or not re.search(r"\b(?:and|or)\b", masked[members[-2].end : members[-1].start]):
+        if len(members) < 2 or not _AND_OR.search(masked, members[-2].end, members[-1].start):
             continue  # no list: "the elements oxygen" is no plural kind before its members
         if any(m.type in ("version", "DATE", "step", "code") or m.features.get("coref") for m in members):
             continue
@@ -1570,7 +1570,6 @@ def _works_of(group, masked, sentence, s_end):
 
 
 _POSSESSIVE_PRONOUNS = frozenset("its his her their".split())
-_NAME_CLOSE = re.compile(r"\s*,")
 
 
 def _possessed_names(group, masked, sentence):
@@ -1591,7 +1590,7 @@ def _possessed_names(group, masked, sentence):
             continue
         if name.type not in _NAMED or not name.name[:1].isupper() or name.features.get("coref"):
             continue
-        if not _APPOSED_NAME.fullmatch(masked, kind.end, name.start) or not _NAME_CLOSE.match(masked, name.end) or _LIST_GOES_ON.match(masked, name.end):
+        if not _APPOSED_NAME.fullmatch(masked, kind.end, name.start) or not _COMMA_NEXT.match(masked, name.end) or _LIST_GOES_ON.match(masked, name.end):
             continue
         head = lemma(_last_word(kind.name))
         found.append(RelationCandidate(name, kind, "is_a", 0.6, 1.0, sentence, "patterns"))
