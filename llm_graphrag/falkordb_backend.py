@@ -32,7 +32,6 @@ import numpy as np
 from . import graph as sqlite_graph
 from .backends import BackendError
 from .fulltext import query_words
-from .graph import relation_kind
 from .retrieval import (
     DEFAULT_REL_WEIGHT,
     DEFAULT_WEIGHTS,
@@ -753,7 +752,7 @@ class FalkorTools:
                     "src": r["src_id"],
                     "dst": r["dst_id"],
                     "rel": r["rel"],
-                    "kind": relation_kind(r["rel"]),
+                    "kind": sqlite_graph.relation_kind(r["rel"]),
                     "src_name": r["src_name"],
                     "dst_name": r["dst_name"],
                     "weight": r["weight"],
@@ -843,7 +842,7 @@ class FalkorTools:
                     "source": ids[r["src_id"]],
                     "target": ids[r["dst_id"]],
                     "type": r["rel"],
-                    "kind": relation_kind(r["rel"]),
+                    "kind": sqlite_graph.relation_kind(r["rel"]),
                     "weight": round(r["weight"] * r["confidence"], 4),
                 }
             )
@@ -877,7 +876,7 @@ class FalkorTools:
                     "source": ids[best["src_id"]],
                     "target": ids[best["dst_id"]],
                     "type": best["rel"],
-                    "kind": relation_kind(best["rel"]),
+                    "kind": sqlite_graph.relation_kind(best["rel"]),
                     "weight": round(best["weight"] * best["confidence"], 4),
                     "fact": best["fact"],
                 }
