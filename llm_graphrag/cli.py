@@ -175,6 +175,11 @@ def ingest(
     from .ingest import ingest_docs
     from .loaders import expand_paths
 
+    files, path_errors = expand_paths(list(paths), follow_symlinks=follow_symlinks)
+    if not files and len(path_errors) == len(paths):  # nothing to read: leave the database be
+        raise click.ClickException(
+            "nothing to ingest: " + "; ".join(f"{e['path']}: {e['error']}" for e in path_errors)
+        )
     db = open_database(database)
     show_bar = not as_json and sys.stderr.isatty()
     include = (("index", "search") if include_index_pages else ()) + (
@@ -185,7 +190,6 @@ def ingest(
         workers=workers, include=include, follow_symlinks=follow_symlinks,
     )
     if show_bar:
-        files, _ = expand_paths(list(paths), follow_symlinks=follow_symlinks)
         with click.progressbar(
             length=len(files), label="Ingesting", file=sys.stderr
         ) as bar:
@@ -195,8 +199,14 @@ def ingest(
     else:
         result = ingest_docs(db, list(paths), **kwargs)
     data = result.to_dict()
+    # A path as given that could not be read (missing, a glob matching nothing, an
+    # unsupported file named) is a mistake in the command: exit status 1 once the rest is
+    # ingested. A bad file found in a folder is reported and the status stays 0.
+    given = {e["path"] for e in path_errors} & set(paths)
     if as_json:
         echo_json(data)
+        if given:
+            raise click.exceptions.Exit(1)
         return
     click.echo(
         f"Ingested {data['ingested']} files ({data['chunks']} chunks), "
@@ -217,6 +227,8 @@ def ingest(
         )
     for error in data["errors"]:
         click.echo(f"Error: {error['path']}: {error['error']}", err=True)
+    if given:
+        raise click.exceptions.Exit(1)
 
 
 @graphrag.command()

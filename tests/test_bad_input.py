@@ -204,3 +204,27 @@ def test_limits_from_the_yaml_configuration(tmp_path):
     assert Limits.from_setting(get_setting(db, "limits")) == Limits(
         max_file_bytes=1_000_000, max_chunks=300, max_html_depth=64
     )
+
+
+def test_a_path_given_that_cannot_be_read_fails_the_command(tmp_path):
+    runner = CliRunner()
+    database = str(tmp_path / "g.db")
+    missing = str(tmp_path / "nowhere")
+    # Nothing to read at all: an error, and no database is made.
+    result = runner.invoke(graphrag, ["ingest", missing, "-d", database])
+    assert result.exit_code == 1
+    assert f"nothing to ingest: {missing}: no such file or directory" in result.output
+    assert not os.path.exists(database)
+    # Something to read: it is ingested, the missing path reported, and the status is 1.
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "lake.md").write_text("# Lakes\n\nA lake is a body of standing water.\n")
+    result = runner.invoke(graphrag, ["ingest", str(folder), missing, "-d", database, "--json"])
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert (data["ingested"], data["errors"]) == (1, [{"path": missing, "error": "no such file or directory"}])
+    # A bad file found inside a folder is reported and leaves the status at 0.
+    (folder / "binary.md").write_bytes(b"\x00\x01")
+    result = runner.invoke(graphrag, ["ingest", str(folder), "-d", database, "--json"])
+    assert result.exit_code == 0, result.output
+    assert [pathlib.Path(e["path"]).name for e in json.loads(result.output)["errors"]] == ["binary.md"]
