@@ -335,6 +335,14 @@ def split_list(value):
     return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
 
+def _no_results(database):
+    """Why a query found nothing: an empty database says how to fill it."""
+    db = open_database(database)
+    if not db.execute("select exists(select 1 from chunks)").fetchone()[0]:
+        return f"No results: {database} holds no documents yet; add some with 'llm graphrag ingest FOLDER -d {database}'"
+    return "No results: no chunk shares a word or a meaning with the question; try other words"
+
+
 @graphrag.command()
 @click.argument("text")
 @database_option
@@ -367,6 +375,8 @@ def query(text, database, k, hops, rels, mode, as_json):
     if as_json:
         echo_json(result)
         return
+    if not result["chunks"]:
+        click.echo(_no_results(database), err=True)
     for i, (chunk, why) in enumerate(zip(result["chunks"], result["explanations"]), 1):
         section = f" • {chunk['section']}" if chunk.get("section") else ""
         click.echo(f"{i}. [{chunk.get('score', 0):.3f}] {chunk['path']}{section}")

@@ -79,6 +79,19 @@ def test_status_on_missing_database_is_a_clear_error(tmp_path):
     assert "does not exist: create it with 'llm graphrag init" in result.output
 
 
+def test_a_query_that_finds_nothing_says_why(tmp_path, corpus):
+    empty = str(tmp_path / "empty.db")
+    assert run(["graphrag", "init", "-d", empty]).exit_code == 0
+    result = run(["graphrag", "query", "lakes", "-d", empty])
+    assert result.exit_code == 0
+    assert f"No results: {empty} holds no documents yet; add some with 'llm graphrag ingest FOLDER -d {empty}'" in result.output
+    path = str(tmp_path / "g.db")
+    run(["graphrag", "ingest", str(corpus), "-d", path, "--json"])
+    result = run(["graphrag", "query", "zyzzyva", "-d", path, "--mode", "bm25"])
+    assert "No results: no chunk shares a word or a meaning with the question" in result.output
+    assert json.loads(run(["graphrag", "query", "zyzzyva", "-d", path, "--mode", "bm25", "--json"]).output)["chunks"] == []
+
+
 @pytest.mark.parametrize("command", [["status"], ["dense"], ["query", "tea"]])
 def test_a_file_that_is_no_database_is_a_clear_error_and_stays_as_it_was(tmp_path, command):
     path = tmp_path / "notes.db"
