@@ -416,6 +416,9 @@ def lookup(text, database, type_, limit, as_json):
     if as_json:
         echo_json(result)
         return
+    if not result["entities"]:
+        kind = f" of type {type_}" if type_ else ""
+        click.echo(f"No entity{kind} matches {text!r}: try fewer or other words", err=True)
     for entity in result["entities"]:
         aliases = f" (aliases: {', '.join(entity['aliases'])})" if entity["aliases"] else ""
         click.echo(f"{entity['id']}\t{entity['score']:.2f}\t{entity['type']}\t{entity['name']}{aliases}")

@@ -79,7 +79,7 @@ def test_status_on_missing_database_is_a_clear_error(tmp_path):
     assert "does not exist: create it with 'llm graphrag init" in result.output
 
 
-def test_a_query_that_finds_nothing_says_why(tmp_path, corpus):
+def test_a_query_or_lookup_that_finds_nothing_says_why(tmp_path, corpus):
     empty = str(tmp_path / "empty.db")
     assert run(["graphrag", "init", "-d", empty]).exit_code == 0
     result = run(["graphrag", "query", "lakes", "-d", empty])
@@ -90,6 +90,8 @@ def test_a_query_that_finds_nothing_says_why(tmp_path, corpus):
     result = run(["graphrag", "query", "zyzzyva", "-d", path, "--mode", "bm25"])
     assert "No results: no chunk shares a word or a meaning with the question" in result.output
     assert json.loads(run(["graphrag", "query", "zyzzyva", "-d", path, "--mode", "bm25", "--json"]).output)["chunks"] == []
+    assert "No entity matches 'zyzzyva': try fewer or other words" in run(["graphrag", "lookup", "zyzzyva", "-d", path]).output
+    assert "No entity of type code matches 'lake'" in run(["graphrag", "lookup", "lake", "--type", "code", "-d", path]).output
 
 
 @pytest.mark.parametrize("command", [["status"], ["dense"], ["query", "tea"]])
