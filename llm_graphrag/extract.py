@@ -31,6 +31,7 @@ from .extraction import (
     description_text,
     finish_mentions,
     heading_lines,
+    lemma,
     normalize,
     salient_terms,
     subject_mention,
@@ -1178,9 +1179,10 @@ def _description_candidate(record, defining, chunk, spans):
     It depends on what the worker found alone, so the worker finds it (``_extract_document``).
 
     The rank orders candidates: from the entity's own home (a document whose title names
-    it, a section whose heading does, or the paragraph after an API signature such as
-    ``class `CsrfViewMiddleware`:``) counts 4, a sentence that defines it ("X is a ...")
-    2, any sentence of the text that is not a heading, a pronoun's or the name alone 1.
+    it, a section whose heading does in whole words, or the paragraph after an API
+    signature such as ``class `CsrfViewMiddleware`:``) counts 4, a sentence that defines
+    it ("X is a ...") 2, any sentence of the text that is not a heading, a pronoun's or
+    the name alone 1; a glossary's entry ranks 6, below an API entry's paragraph.
     ``refine.canonical_names`` takes the best over all current mentions, the first in
     path and text order among equals.
     """
@@ -1189,6 +1191,11 @@ def _description_candidate(record, defining, chunk, spans):
         return None
     if record[_TYPE] == "code" and index + 1 < len(spans) and _SIGNATURE.fullmatch(chunk.text, *spans[index]):
         index, home, defining = index + 1, True, True  # the paragraph an API entry opens
+    elif record[_TYPE] in GENERIC_TYPES and _entry_term(chunk.text, record[_START], record[_END]):
+        # a glossary's or definition list's entry, "decorator: A function ...": no running
+        # text (an API entry's paragraph comes first), before any other sentence
+        s_start, s_end = spans[index]
+        return 4 + 2, s_start, s_end
     else:
         home = _at_home(record[_NORM], chunk, record[_START])
     s_start, s_end = spans[index]
@@ -1197,6 +1204,22 @@ def _description_candidate(record, defining, chunk, spans):
         description, heading = _sentence_description(chunk.text, s_start, s_end)
         plain = not (heading or description == record[_NAME])  # as _weak judges it
     return 4 * home + 2 * defining + plain, s_start, s_end
+
+
+def _entry_term(text, start, end):
+    """Whether the mention at ``start:end`` is the term of a definition list's or glossary's
+    entry, as normalized HTML and Markdown write one: first on its line, a colon right
+    after it, the definition after that ("decorator: A function returning ...",
+    "**API key**: a secret ..."). Only prose terms: a code name's entry is an API
+    signature (``_SIGNATURE``), and a line such as "``__path__``: ..." or "SIG*: ..."
+    names something else than the name its words normalize to."""
+    if start is None or end is None:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    return not text[line_start:start].strip(" \t*") and _ENTRY_COLON.match(text, end) is not None
+
+
+_ENTRY_COLON = re.compile(r"(?:\*\*)?:[ \t]+\S")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1247,24 +1270,59 @@ def _at_home(norm, chunk, position=None):
         return False
     headings = _chunk_headings(chunk.text) if position is not None else ()
     if headings and headings[0][0] <= position:
-        return norm in headings[bisect.bisect_right(headings, (position, "\uffff")) - 1][1]
+        return norm in headings[bisect.bisect_right(headings, position, key=_start_of) - 1][1]
     return bool(names[1]) and norm in names[1][-1]
+
+
+def _start_of(heading):
+    return heading[0]
 
 
 @functools.lru_cache(maxsize=64)
 def _chunk_headings(text):
-    """``[(start, norm of the heading)]`` of the headings in ``text``, in order."""
-    return [(m.start(), normalize(m.group(1) or m.group(2))) for m in heading_lines(text)]
+    """``[(start, names of the heading)]`` of the headings in ``text``, in order."""
+    return [(m.start(), heading_names(m.group(1) or m.group(2))) for m in heading_lines(text)]
 
 
 @functools.lru_cache(maxsize=4096)
 def _home_names(title, headings):
-    """``({norm of the title's subject and the title}, (norm of each heading, ...))``."""
+    """``({norm of the title's subject and the title}, (names of each heading, ...))``."""
     subject = subject_mention(title) if title else None
     exact = {normalize(title)} if title else set()
     if subject is not None:
         exact.add(subject.norm)
-    return exact, tuple(normalize(h) for h in headings)
+    return exact, tuple(heading_names(h) for h in headings)
+
+
+@functools.lru_cache(maxsize=16_384)
+def heading_names(heading):
+    """The norms of every run of whole words of ``heading`` (as ``normalize`` keys a name
+    of those words): the names the heading holds. "Context managers and decorators" holds
+    ``decorator``; "ContextDecorator" and "Dataclasses" hold no ``decorator``, ``class``."""
+    tokens = _NORM_TOKEN.findall(heading)
+    names = set()
+    for i in range(len(tokens)):
+        prefix = ""
+        for token in tokens[i:]:
+            names.update(prefix + form for form in _last_word_forms(token))
+            prefix += token.lower()
+    return frozenset(names)
+
+
+def _last_word_forms(token):
+    """How ``normalize`` may key ``token`` as a name's last word: as written (a code name),
+    and lemmatized as a word (capitalized too: headings capitalize their first word, so
+    "Decorators" holds ``decorator``), or an upper-case plural ("APIs") singular."""
+    low = token.lower()
+    forms = {low}
+    if token.isalpha() and token[1:].islower():
+        forms.add(lemma(low))
+    elif len(token) > 2 and token.endswith("s") and token[:-1].isupper():
+        forms.add(low[:-1])
+    return forms
+
+
+_NORM_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # as ``normalize`` splits a name
 
 
 def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extractor):

@@ -222,6 +222,50 @@ def test_description_is_the_best_candidate_whatever_the_order(tmp_path):
     assert described("home-first", [home] + docs[::-1]) == at_home
 
 
+def _descriptions(tmp_path, rows, norms):
+    db = open_database(tmp_path / "graphrag.db")
+    set_setting(db, "extract", {"ner": "off"})
+    with db.atomic():
+        for doc_id, (path, title, text) in enumerate(rows, 1):
+            db["docs"].insert({"id": doc_id, "path": path, "title": title, "hash": f"h{doc_id}"})
+            db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
+    extract_and_link(db)
+    marks = ",".join("?" * len(norms))
+    return dict(db.execute(f"select norm, description from entities where norm in ({marks})", norms))
+
+
+def test_a_glossary_entry_describes_its_term(tmp_path):
+    """A definition list's or glossary's entry ("term: definition", as normalized HTML
+    writes one) is its term's home and defines it: it describes the term over a sentence
+    that defines it in a page earlier in path order."""
+    rows = [
+        ("/docs/a-cellars.md", "Cellars", "A tidepool mould is a fungus of damp cellars."),
+        ("/docs/g-glossary.md", "Glossary", "rind: The hard outer layer of a cheese.\n\ntidepool mould: A grey mould that grows on damp rinds."),
+    ]
+    assert _descriptions(tmp_path, rows, ["tidepoolmould"]) == {
+        "tidepoolmould": "tidepool mould: A grey mould that grows on damp rinds."
+    }
+
+
+def test_a_heading_is_home_to_the_words_it_holds_whole(tmp_path):
+    """A section is the home of what its heading names in whole words: "Rindless cheeses"
+    is no home of ``rind`` (its sentence loses to one that defines a rind), "Rinds" is."""
+    from llm_graphrag.extract import heading_names
+
+    assert "rind" not in heading_names("Rindless cheeses")
+    assert {"rind", "rinds"} <= heading_names("Rinds")
+    assert "decorator" in heading_names("Context managers and decorators")
+    assert "decorator" not in heading_names("ContextDecorator")
+    defined = ("/docs/b.md", "Ripening", "A rind is the outer layer that forms on a cheese as it ripens.")
+    rindless = ("/docs/a.md", "Fresh cheese", "# Rindless cheeses\n\nFresh cheeses ripen without a rind at all.")
+    assert _descriptions(tmp_path, [rindless, defined], ["rind"]) == {"rind": defined[2]}
+    home = ("/docs/c.md", "Fresh cheese", "# Rinds\n\nWash the rind of a soft cheese with brine.")
+    (tmp_path / "home").mkdir()
+    assert _descriptions(tmp_path / "home", [rindless, defined, home], ["rind"]) == {
+        "rind": "Wash the rind of a soft cheese with brine."
+    }
+
+
 STATED = [
     "Tomas Berg repaired the Harbour Bridge.",
     "Tomas Berg photographed the Harbour Bridge.",
