@@ -1080,6 +1080,8 @@ def name_mentions(chunk, context):
                     bare == "." and len(tokens[j - 1][2]) != 1 and tokens[j - 1][2] not in _NAME_TITLES
                 ) or (bare == "," and w not in ("Jr", "Sr")):
                     break
+                if _repeats(w, tokens[i:j], i == 0):
+                    break  # a heading run into its text: "Oxygen Oxygen is ...", "Plasma Cells Plasma cells"
                 if w[0].isupper() and w not in SHOUTING and not (w.lower() in STOPWORDS and not w.isupper()):
                     last = j
                     j += 1
@@ -1128,6 +1130,17 @@ def name_mentions(chunk, context):
                 continue
             mentions.append(Mention(surface, "name", a, b, 0.8 if len(words) > 1 else 0.7, {"capitalized": True}, extractor="names"))
     return mentions
+
+
+def _repeats(word, span, opening):
+    """Whether ``word`` repeats a word of the name ``span`` (tokens) before it: a name
+    never holds one word twice but when it doubles a word in the middle of a sentence
+    ("in Walla Walla"); a sentence that opens so has a heading run into it ("Oxygen Oxygen
+    is ...", "Plasma Cells Plasma cells are ...")."""
+    low = word.lower()
+    if not any(t[2].lower() == low for t in span):
+        return False
+    return opening or len(span) > 1
 
 
 @lru_cache(maxsize=50_000)
@@ -1316,6 +1329,11 @@ def concept_mentions(chunk, context):
             if cls == "noun" and run and _plural_kind(run[-1]) and (_listed_member(k, tokens) or _listed_after(k, tokens, text)):
                 _emit(run, mentions, text)  # "the elements polonium and radium": a kind, then its members
                 run = []
+            if cls in ("noun", "adj", "mod") and any(r[2].lower() == low for r in run):
+                # A phrase never repeats its word: "a type of coral soft coral" is two.
+                again = max(i for i, r in enumerate(run) if r[2].lower() == low) + 1
+                _emit(run[:again], mentions, text)
+                run = run[again:]
             if cls in ("noun", "adj", "mod"):
                 if possessive:
                     # A possessor ends its own phrase: "the user’s session" names the user
@@ -1403,6 +1421,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "Python uses the ...", "heart pumps blood"
         if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
             return "verb"  # "The Danube flows through Vienna": a sentence needs its verb
+        if prev_class in ("noun", "name", "mod") and _clause_verb(low, k, tokens, text):
+            return "verb"  # "Glaciers carve valleys", "when snow melts in spring": the subject's verb
         return "noun"
     if cls == "verb":
         if low.endswith(("ing", "ed")) and low not in _IRREGULAR_VERB_FORMS:
@@ -1419,6 +1439,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
     if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
         return "verb"  # "The painting hangs in the Louvre."
+    if cls == "noun" and prev_class in ("noun", "name", "mod") and _clause_verb(low, k, tokens, text):
+        return "verb"  # "Glaciers carve valleys", "when snow melts in spring": the subject's verb
     if (
         cls in ("noun", "ambiguous") and prev_class == "noun" and k >= 2 and tokens[k - 2][2].lower() in ("and", "or")
         and prev_word.endswith("s") and lemma(prev_word) != prev_word and not low.endswith("s") and k + 1 < len(tokens)
@@ -1540,6 +1562,145 @@ def _named_subject(tokens, text, proper):
 
 
 _VERB_PREPOSITIONS = frozenset("as on in at with into through from over across onto".split())
+# Words that open a clause with its own subject and verb ("when snow melts", "because prices rise").
+_CLAUSE_OPENERS = frozenset("when whenever if because since while although though whereas until unless where".split())
+# What can follow a verb but not a noun phrase's last word: a particle or preposition, an
+# adverb, a determiner or an object pronoun ("flows into", "falls slowly", "causes it").
+_AFTER_VERB = frozenset(
+    """in on at to from into onto through across over under along around toward towards with by for
+    about up down out away off back upward upwards downward downwards throughout within between among
+    against as only well also not even still much more less it them him her us""".split()
+) | frozenset(DETERMINERS) | _CLAUSE_OPENERS
+
+
+@lru_cache(maxsize=1)
+def _noun_verbs():
+    """The words WordNet lists both as nouns and as verbs ("spread", "flow", "help")."""
+    return frozenset(_lexicon("noun_verbs"))
+
+
+def _can_be_verb(low):
+    """Whether a base or -s form can be a verb: in the verb lists, or a noun WordNet also
+    lists as a verb ("spread", "flows", "carries")."""
+    if low in VERB_FORMS or low in AMBIGUOUS_FORMS:
+        return True
+    bases = {low}
+    if low.endswith("s") and not low.endswith("ss"):
+        bases |= {low[:-1], low[:-2] if low.endswith("es") else low, low[:-3] + "y" if low.endswith("ies") else low}
+    return any(b in _noun_verbs() for b in bases)
+
+
+def _number(low):
+    """A noun's grammatical number by its form: "plural" ("glaciers", "people"), "singular"
+    ("snow", "gas", "physics") or "" when the form does not tell ("species", "series")."""
+    if low in ("species", "series", "sheep", "deer", "fish", "aircraft"):
+        return ""
+    if _plural(low) or low in _IRREGULAR_PLURALS and _IRREGULAR_PLURALS[low] != low:
+        return "plural"
+    return "singular" if not low.endswith("s") or low.endswith(_KEEP_S) or lemma(low) == low else ""
+
+
+def _clause_verb(low, k, tokens, text):
+    """Whether the word at ``k`` is the verb of a clause whose subject is the noun phrase
+    before it: the phrase opens the sentence or a clause ("when", "because", a comma), the
+    word agrees with the phrase's last noun as a verb does (an -s form after a singular,
+    a base form after a plural: "snow melts", "glaciers carve") and can be a verb, and what
+    follows is what follows a verb (a preposition, an adverb, a determiner, an object) in
+    a clause that has no other verb ("Glaciers carve valleys." but "Glacier lakes are").
+    Compounds do not agree so: "the winter snows" and "the valley glaciers" are no clauses,
+    and "hydrogen bonds cause" keeps "bonds" a noun, as "cause" agrees with it."""
+    n = len(tokens)
+    head = tokens[k - 1][2].lower()
+    if low.endswith("s") and not low.endswith(_KEEP_S):
+        agrees = _number(head) in ("singular", "")
+    else:
+        agrees = not low.endswith(("ed", "ing")) and _number(head) in ("plural", "")
+    if not agrees or not low.isalpha() or not head.isalpha() or not _can_be_verb(low):
+        return False
+    if text[tokens[-1][1] : _sentence_end(tokens, text)].strip() != ".":
+        return False  # a heading, a list item or a fragment: no sentence that needs a verb
+    opened = _subject_opening(k, tokens, text)
+    if opened is None:
+        return False
+    if k + 1 < n:
+        nxt = tokens[k + 1][2]
+        nlow = nxt.lower()
+        gap = text[tokens[k][1] : tokens[k + 1][0]].strip()
+        if gap:
+            if not (gap == "," and opened == "opener"):
+                return False  # "when the river floods, ..." ends its clause at the comma
+        elif nlow in ("and", "or"):
+            after = tokens[k + 2][2].lower() if k + 2 < n else ""
+            if word_class(after) != "verb" and not (
+                after.endswith("s") == low.endswith("s") and _can_be_verb(after)
+                and k + 3 < n and tokens[k + 3][2].lower() in _AFTER_VERB
+            ):
+                return False  # a list of nouns, unless a verb follows: "settles and becomes", "moves or turns the"
+        elif nlow in STOPWORDS and nlow not in _AFTER_VERB or nlow == "of":
+            return False
+        elif nlow not in _AFTER_VERB and not nxt[0].isdigit():
+            # An object: after a singular subject's -s form, no word that can be the verb
+            # of the -s form as a plural noun ("hydrogen bonds cause water", "winter storms damage").
+            ncls = word_class(nlow)
+            if ncls not in ("noun", "adj", "ambiguous", "verb", "adverb"):
+                return False
+            if low.endswith("s") and (ncls == "verb" or not nlow.endswith("s") and _can_be_verb(nlow)):
+                return False
+    elif opened == "clause":
+        return False
+    for i in range(k + 1, n):
+        w = tokens[i][2].lower()
+        if w in _CLAUSE_OPENERS or w in ("that", "which", "who") or text[tokens[i - 1][1] : tokens[i][0]].strip():
+            break  # the clause ends: its own verbs are its own
+        before = tokens[i - 1][2].lower()
+        if i > k + 1 and (w in _FINITE or word_class(w) == "verb" and not w.endswith(("ed", "ing"))) and not (
+            before in ("to", "and", "or", "but") or before in MODALS
+        ):
+            return False  # "Glacier lakes form ... are": another verb is the clause's
+    return True
+
+
+def _sentence_end(tokens, text):
+    """Where the sentence of ``tokens`` ends: its last token and the punctuation after it."""
+    end = tokens[-1][1]
+    while end < len(text) and text[end] in " \t.!?":
+        end += 1
+    return end
+
+
+_OPENING_PREPOSITIONS = frozenset("in on at during after before for by with from over throughout within".split())
+
+
+def _opening_phrase(j, tokens):
+    """"sentence" when the words before ``j`` are a prepositional phrase opening the
+    sentence ("In the spring", "During that time"): an adverbial before the subject."""
+    if j < 2 or tokens[0][2].lower() not in _OPENING_PREPOSITIONS:
+        return None
+    return "sentence" if all(word_class(w.lower()) in ("noun", "ambiguous", "adj", "stop", "number") for _, _, w in tokens[1:j]) else None
+
+
+def _subject_opening(k, tokens, text):
+    """How the noun phrase that ends before ``k`` opens: "sentence" when it opens the
+    sentence ("Glaciers", "The old mill"), "opener" after a clause's opening word ("when
+    snow"), "clause" after a comma (", the river"), or None (it follows a verb or a preposition: an
+    object, no subject). The phrase is nouns and adjectives after at most one determiner,
+    with prepositional phrases ("the energy in the air")."""
+    j = k - 1
+    while j > 0:
+        gap = text[tokens[j - 1][1] : tokens[j][0]].strip()
+        w = tokens[j - 1][2].lower()
+        if gap:
+            return "clause" if gap in (",", ";") else None
+        if w in _CLAUSE_OPENERS:
+            return "opener"
+        if w in STOPWORDS and w not in DETERMINERS and w not in _NP_PREPOSITIONS:
+            return None
+        if tokens[j][2].lower() in DETERMINERS and w not in STOPWORDS:
+            return _opening_phrase(j, tokens)  # "During the night the lake freezes"
+        if w not in STOPWORDS and word_class(w) not in ("noun", "adj", "ambiguous", "number") and not tokens[j - 1][2][0].isupper():
+            return None
+        j -= 1
+    return "sentence"
 
 
 def _verb_follows(low, k, tokens, prev_word):

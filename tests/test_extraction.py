@@ -1674,3 +1674,30 @@ def test_a_base_verb_after_an_opening_list_of_three_is_the_lists_verb():
     assert {"beech", "old wood"} <= found or {"beech", "wood"} <= found
     assert not [n for n in found if "form" in n]
     assert "output stream" in {m.name for m in mentions_of("Input and output stream processing is slow.")}
+
+
+def test_the_word_after_a_subject_that_agrees_with_it_as_a_verb_is_its_verb():
+    found = {m.name for m in mentions_of("Sap flows up the trunk in spring.")}
+    assert {"Sap", "trunk", "spring"} <= found and not [n for n in found if "flows" in n]
+    found = {m.name for m in mentions_of("Rats spread fleas in crowded cities.")}
+    assert {"rats", "fleas"} <= found and not [n for n in found if "spread" in n]
+    found = {m.name for m in mentions_of("Fog forms when warm air meets cold water.")}
+    assert {"Fog", "air", "water"} <= found and not [n for n in found if "forms" in n]
+    found = {m.name for m in mentions_of("During the night the temperature drops sharply.")}
+    assert {"night", "temperature"} <= found and not [n for n in found if "drops" in n]
+
+
+def test_a_compound_whose_head_does_not_agree_as_a_verb_stays_a_compound():
+    found = {m.name for m in mentions_of("Salt crystals form cubes.")}
+    assert {"Salt crystals", "cubes"} <= found and not [n for n in found if "form" in n.split()]
+    found = {m.name for m in mentions_of("Winter storms damage the coast.")}
+    assert "Winter storms" in found and not [n for n in found if "damage" in n]
+    assert "tide gauge readings" in {m.name for m in mentions_of("The tide gauge readings are stored.")}
+
+
+def test_a_phrase_never_repeats_its_word():
+    found = {m.name for m in mentions_of("Glaciers Glaciers are slow rivers of ice.")}
+    assert "Glaciers Glaciers" not in found and {"Glaciers", "rivers", "ice"} <= found
+    found = {m.name for m in mentions_of("The bog holds a kind of moss peat moss.")}
+    assert "peat moss" in found and not [n for n in found if n.count("moss") > 1]
+    assert "Bora Bora" in {m.name for m in mentions_of("They sailed to Bora Bora last year.")}
