@@ -1563,13 +1563,16 @@ def _named_subject(tokens, text, proper):
 
 _VERB_PREPOSITIONS = frozenset("as on in at with into through from over across onto".split())
 # Words that open a clause with its own subject and verb ("when snow melts", "because prices rise").
-_CLAUSE_OPENERS = frozenset("when whenever if because since while although though whereas until unless where".split())
+_CLAUSE_OPENERS = frozenset("when whenever if because since while although though whereas until unless where wherever".split())
+# Verbs that take a bare infinitive, after an object or not ("helps dissolve", "help plants grow").
+_BARE_INFINITIVE_VERBS = frozenset("help helps make makes let lets".split())
 # What can follow a verb but not a noun phrase's last word: a particle or preposition, an
 # adverb, a determiner or an object pronoun ("flows into", "falls slowly", "causes it").
 _AFTER_VERB = frozenset(
     """in on at to from into onto through across over under along around toward towards with by for
     about up down out away off back upward upwards downward downwards throughout within between among
-    against as only well also not even still much more less it them him her us""".split()
+    against as only well also not even still much more less together apart again it them him her us
+    itself themselves himself herself""".split()
 ) | frozenset(DETERMINERS) | _CLAUSE_OPENERS
 
 
@@ -1611,16 +1614,18 @@ def _clause_verb(low, k, tokens, text):
     and "hydrogen bonds cause" keeps "bonds" a noun, as "cause" agrees with it."""
     n = len(tokens)
     head = tokens[k - 1][2].lower()
-    if low.endswith("s") and not low.endswith(_KEEP_S):
-        agrees = _number(head) in ("singular", "")
-    else:
-        agrees = not low.endswith(("ed", "ing")) and _number(head) in ("plural", "")
-    if not agrees or not low.isalpha() or not head.isalpha() or not _can_be_verb(low):
+    if not low.isalpha() or not head.replace("-", "").isalpha() or not _can_be_verb(low):
         return False
     if text[tokens[-1][1] : _sentence_end(tokens, text)].strip() != ".":
         return False  # a heading, a list item or a fragment: no sentence that needs a verb
-    opened = _subject_opening(k, tokens, text)
+    opened, joined = _subject_opening(k, tokens, text)
     if opened is None:
+        return False
+    if low.endswith("s") and not low.endswith(_KEEP_S):
+        agrees = not joined and _number(head) in ("singular", "")
+    else:  # "heat and pressure change": joined subjects are plural
+        agrees = not low.endswith(("ed", "ing")) and (joined and opened != "clause" or _number(head) in ("plural", ""))
+    if not agrees:
         return False
     if k + 1 < n:
         nxt = tokens[k + 1][2]
@@ -1638,25 +1643,31 @@ def _clause_verb(low, k, tokens, text):
                 return False  # a list of nouns, unless a verb follows: "settles and becomes", "moves or turns the"
         elif nlow in STOPWORDS and nlow not in _AFTER_VERB or nlow == "of":
             return False
+        elif nlow == "as" and k + 2 < n and tokens[k + 2][2].lower() in SUBJECT_PRONOUNS:
+            return False  # "as" opens a clause: "features as they are developed"
         elif nlow not in _AFTER_VERB and not nxt[0].isdigit():
             # An object: after a singular subject's -s form, no word that can be the verb
             # of the -s form as a plural noun ("hydrogen bonds cause water", "winter storms damage").
             ncls = word_class(nlow)
             if ncls not in ("noun", "adj", "ambiguous", "verb", "adverb"):
                 return False
-            if low.endswith("s") and (ncls == "verb" or not nlow.endswith("s") and _can_be_verb(nlow)):
+            if low.endswith("s") and low not in _BARE_INFINITIVE_VERBS and (
+                ncls == "verb" or not nlow.endswith("s") and _can_be_verb(nlow)
+            ):
                 return False
     elif opened == "clause":
         return False
+    if low in _BARE_INFINITIVE_VERBS:
+        return True  # "Fertilizers help plants grow": the verb after is an infinitive
     for i in range(k + 1, n):
         w = tokens[i][2].lower()
-        if w in _CLAUSE_OPENERS or w in ("that", "which", "who") or text[tokens[i - 1][1] : tokens[i][0]].strip():
+        if w in _CLAUSE_OPENERS or w in ("that", "which", "who", "as") or text[tokens[i - 1][1] : tokens[i][0]].strip():
             break  # the clause ends: its own verbs are its own
         before = tokens[i - 1][2].lower()
-        if i > k + 1 and (w in _FINITE or word_class(w) == "verb" and not w.endswith(("ed", "ing"))) and not (
-            before in ("to", "and", "or", "but") or before in MODALS
+        if (w in _FINITE or word_class(w) == "verb" and not w.endswith(("ed", "ing"))) and not (
+            before in ("to", "and", "or", "but") or before in MODALS or before in DETERMINERS or before in _AFTER_HEAD
         ):
-            return False  # "Glacier lakes form ... are": another verb is the clause's
+            return False  # "Glacier lakes form ... are": another verb is the clause's ("by means of" is none)
     return True
 
 
@@ -1680,27 +1691,35 @@ def _opening_phrase(j, tokens):
 
 
 def _subject_opening(k, tokens, text):
-    """How the noun phrase that ends before ``k`` opens: "sentence" when it opens the
-    sentence ("Glaciers", "The old mill"), "opener" after a clause's opening word ("when
-    snow"), "clause" after a comma (", the river"), or None (it follows a verb or a preposition: an
-    object, no subject). The phrase is nouns and adjectives after at most one determiner,
-    with prepositional phrases ("the energy in the air")."""
+    """How the noun phrase that ends before ``k`` opens, and whether "and" joins two in it
+    ("heat and pressure"). It opens the "sentence" ("Glaciers", "The old mill"), a clause
+    after an "opener" ("when snow") or a comma (", the river", ", and the river":
+    "clause"), or None: it follows a verb or a preposition, an object, no subject.
+    The phrase is nouns and adjectives after at most one determiner, with prepositional
+    phrases ("the energy in the air")."""
     j = k - 1
+    joined = False
     while j > 0:
         gap = text[tokens[j - 1][1] : tokens[j][0]].strip()
         w = tokens[j - 1][2].lower()
         if gap:
-            return "clause" if gap in (",", ";") else None
+            return ("clause" if gap in (",", ";") else None), joined
         if w in _CLAUSE_OPENERS:
-            return "opener"
-        if w in STOPWORDS and w not in DETERMINERS and w not in _NP_PREPOSITIONS:
-            return None
-        if tokens[j][2].lower() in DETERMINERS and w not in STOPWORDS:
-            return _opening_phrase(j, tokens)  # "During the night the lake freezes"
-        if w not in STOPWORDS and word_class(w) not in ("noun", "adj", "ambiguous", "number") and not tokens[j - 1][2][0].isupper():
-            return None
+            return "opener", joined
+        if w in ("and", "or", "but"):
+            if j == 1 or text[tokens[j - 2][1] : tokens[j - 1][0]].strip():
+                return "clause", False  # "And the river rises", "..., and the river rises"
+            if w != "and":
+                return None, False
+            joined = True
+        elif w in STOPWORDS and w not in DETERMINERS and w not in _NP_PREPOSITIONS or (
+            w not in STOPWORDS and word_class(w) not in ("noun", "adj", "ambiguous", "number") and not tokens[j - 1][2][0].isupper()
+        ):
+            return None, False  # after a verb or a preposition: an object
+        elif tokens[j][2].lower() in DETERMINERS and w not in STOPWORDS:
+            return _opening_phrase(j, tokens), joined  # "During the night the lake freezes"
         j -= 1
-    return "sentence"
+    return "sentence", joined
 
 
 def _verb_follows(low, k, tokens, prev_word):

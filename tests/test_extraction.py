@@ -1701,3 +1701,11 @@ def test_a_phrase_never_repeats_its_word():
     found = {m.name for m in mentions_of("The bog holds a kind of moss peat moss.")}
     assert "peat moss" in found and not [n for n in found if n.count("moss") > 1]
     assert "Bora Bora" in {m.name for m in mentions_of("They sailed to Bora Bora last year.")}
+
+
+def test_a_verb_after_subjects_joined_by_and_or_before_a_bare_infinitive():
+    found = {m.name for m in mentions_of("Wind and rain shape the cliffs.")}
+    assert {"Wind", "rain", "cliffs"} <= found and not [n for n in found if "shape" in n]
+    found = {m.name for m in mentions_of("Salt helps preserve fish.")}
+    assert {"Salt", "fish"} <= found and not [n for n in found if "helps" in n]
+    assert "mass transfer" in {m.name for m in mentions_of("Heat and mass transfer occurs in boilers.")}
