@@ -286,6 +286,8 @@ _IRREGULAR_PLURALS = {
     "indices": "index", "vertices": "vertex", "matrices": "matrix", "analyses": "analysis",
     "bases": "base", "criteria": "criterion", "phenomena": "phenomenon", "fungi": "fungus",
     "nuclei": "nucleus", "cacti": "cactus", "larvae": "larva", "algae": "alga",
+    "bacteria": "bacterium", "flagella": "flagellum", "cilia": "cilium", "mitochondria": "mitochondrion",
+    "stomata": "stoma", "phyla": "phylum", "strata": "stratum",
     "shoes": "shoe", "toes": "toe", "species": "species", "series": "series",
     "news": "news", "lens": "lens", "gas": "gas", "gases": "gas", "dies": "die", "lies": "lie",
     "ties": "tie", "pies": "pie", "movies": "movie", "cookies": "cookie", "bodies": "body",
@@ -1571,26 +1573,26 @@ _BARE_INFINITIVE_VERBS = frozenset("help helps make makes let lets".split())
 _AFTER_VERB = frozenset(
     """in on at to from into onto through across over under along around toward towards with by for
     about up down out away off back upward upwards downward downwards throughout within between among
-    against as only well also not even still much more less together apart again it them him her us
+    against as only well also not even still then much more less together apart again it them him her us
     itself themselves himself herself""".split()
 ) | frozenset(DETERMINERS) | _CLAUSE_OPENERS
 
 
 @lru_cache(maxsize=1)
-def _noun_verbs():
-    """The words WordNet lists both as nouns and as verbs ("spread", "flow", "help")."""
-    return frozenset(_lexicon("noun_verbs"))
+def _shared_verbs():
+    """The words WordNet lists as verbs and also as nouns or adjectives ("spread", "flow", "slow")."""
+    return frozenset(_lexicon("shared_verbs"))
 
 
 def _can_be_verb(low):
-    """Whether a base or -s form can be a verb: in the verb lists, or a noun WordNet also
-    lists as a verb ("spread", "flows", "carries")."""
+    """Whether a base or -s form can be a verb: in the verb lists, or a noun or adjective
+    WordNet also lists as a verb ("spread", "flows", "carries", "slows")."""
     if low in VERB_FORMS or low in AMBIGUOUS_FORMS:
         return True
     bases = {low}
     if low.endswith("s") and not low.endswith("ss"):
         bases |= {low[:-1], low[:-2] if low.endswith("es") else low, low[:-3] + "y" if low.endswith("ies") else low}
-    return any(b in _noun_verbs() for b in bases)
+    return any(b in _shared_verbs() for b in bases)
 
 
 def _number(low):
@@ -1621,10 +1623,14 @@ def _clause_verb(low, k, tokens, text):
     opened, joined = _subject_opening(k, tokens, text)
     if opened is None:
         return False
-    if low.endswith("s") and not low.endswith(_KEEP_S):
+    head = _subject_head(k, tokens) or head  # "layers of sediment cover": the layers do
+    participle = low.endswith("ed") and len(low) > 4 or low.endswith("ing") and len(low) > 5
+    if opened == "bare":
+        agrees = not low.endswith("s") and not participle
+    elif low.endswith("s") and not low.endswith(_KEEP_S):
         agrees = not joined and _number(head) in ("singular", "")
     else:  # "heat and pressure change": joined subjects are plural
-        agrees = not low.endswith(("ed", "ing")) and (joined and opened != "clause" or _number(head) in ("plural", ""))
+        agrees = not participle and (joined and opened != "clause" or _number(head) in ("plural", ""))
     if not agrees:
         return False
     if k + 1 < n:
@@ -1652,7 +1658,7 @@ def _clause_verb(low, k, tokens, text):
             if ncls not in ("noun", "adj", "ambiguous", "verb", "adverb"):
                 return False
             if low.endswith("s") and low not in _BARE_INFINITIVE_VERBS and (
-                ncls == "verb" or not nlow.endswith("s") and _can_be_verb(nlow)
+                ncls == "verb" or ncls != "adj" and not nlow.endswith("s") and _can_be_verb(nlow)
             ):
                 return False
     elif opened == "clause":
@@ -1661,8 +1667,8 @@ def _clause_verb(low, k, tokens, text):
         return True  # "Fertilizers help plants grow": the verb after is an infinitive
     for i in range(k + 1, n):
         w = tokens[i][2].lower()
-        if w in _CLAUSE_OPENERS or w in ("that", "which", "who", "as") or text[tokens[i - 1][1] : tokens[i][0]].strip():
-            break  # the clause ends: its own verbs are its own
+        if w in _CLAUSE_OPENERS or w in ("that", "which", "who", "as", "and", "or", "but") or text[tokens[i - 1][1] : tokens[i][0]].strip():
+            break  # the clause ends, or a second verb phrase or clause begins: its verbs are its own
         before = tokens[i - 1][2].lower()
         if (w in _FINITE or word_class(w) == "verb" and not w.endswith(("ed", "ing"))) and not (
             before in ("to", "and", "or", "but") or before in MODALS or before in DETERMINERS or before in _AFTER_HEAD
@@ -1679,6 +1685,8 @@ def _sentence_end(tokens, text):
     return end
 
 
+# Words before a subject's determiner or noun that leave it a subject ("only the females bite", "more light falls").
+_SUBJECT_FOCUS = frozenset("only even just more less fewer".split())
 _OPENING_PREPOSITIONS = frozenset("in on at during after before for by with from over throughout within".split())
 
 
@@ -1690,6 +1698,26 @@ def _opening_phrase(j, tokens):
     return "sentence" if all(word_class(w.lower()) in ("noun", "ambiguous", "adj", "stop", "number") for _, _, w in tokens[1:j]) else None
 
 
+def _maybe_verb(low):
+    """Whether a word before a prepositional phrase may be the verb it goes with: a verb,
+    or a word that is a verb or a noun with a verb's -s ("falls on", "help with")."""
+    cls = word_class(low)
+    return cls == "verb" or cls == "ambiguous" and (low.endswith("s") and not low.endswith(_KEEP_S) or low in _BARE_INFINITIVE_VERBS)
+
+
+def _subject_head(k, tokens):
+    """The head of a subject with a prepositional phrase that ends before ``k``: the word
+    before its first preposition ("the energy in the air", "layers of sediment"), or None."""
+    j = k - 1
+    head = None
+    while j > 0 and tokens[j - 1][2].lower() not in STOPWORDS - _NP_PREPOSITIONS - DETERMINERS:
+        j -= 1
+        before = tokens[j - 1][2].lower() if j > 0 else ""
+        if tokens[j][2].lower() in _NP_PREPOSITIONS and before and before not in STOPWORDS and not _maybe_verb(before):
+            head = before
+    return head
+
+
 def _subject_opening(k, tokens, text):
     """How the noun phrase that ends before ``k`` opens, and whether "and" joins two in it
     ("heat and pressure"). It opens the "sentence" ("Glaciers", "The old mill"), a clause
@@ -1698,7 +1726,7 @@ def _subject_opening(k, tokens, text):
     The phrase is nouns and adjectives after at most one determiner, with prepositional
     phrases ("the energy in the air")."""
     j = k - 1
-    joined = False
+    joined = prepositional = False
     while j > 0:
         gap = text[tokens[j - 1][1] : tokens[j][0]].strip()
         w = tokens[j - 1][2].lower()
@@ -1706,13 +1734,22 @@ def _subject_opening(k, tokens, text):
             return ("clause" if gap in (",", ";") else None), joined
         if w in _CLAUSE_OPENERS:
             return "opener", joined
+        if prepositional and _maybe_verb(w):
+            return None, False  # "falls on the side of the range": a verb's object, no subject
+        prepositional = prepositional or w in _NP_PREPOSITIONS
+        if w in _BARE_INFINITIVE_VERBS and j > 1 and tokens[j - 2][2].lower() not in DETERMINERS | _NP_PREPOSITIONS and (
+            tokens[j][2].lower() in DETERMINERS or _number(tokens[k - 1][2].lower()) == "plural"
+        ):
+            # "to help cars move", "makes the soil swell": the object does what the infinitive says
+            # (not "helps preserve fish", where the infinitive follows "helps")
+            return "bare", False
         if w in ("and", "or", "but"):
             if j == 1 or text[tokens[j - 2][1] : tokens[j - 1][0]].strip():
                 return "clause", False  # "And the river rises", "..., and the river rises"
             if w != "and":
                 return None, False
             joined = True
-        elif w in STOPWORDS and w not in DETERMINERS and w not in _NP_PREPOSITIONS or (
+        elif w in STOPWORDS and w not in DETERMINERS and w not in _NP_PREPOSITIONS and w not in _SUBJECT_FOCUS or (
             w not in STOPWORDS and word_class(w) not in ("noun", "adj", "ambiguous", "number") and not tokens[j - 1][2][0].isupper()
         ):
             return None, False  # after a verb or a preposition: an object

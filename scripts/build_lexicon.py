@@ -3,8 +3,8 @@
 "concise", "dual"); ``verbs.txt``, the words it lists as verbs and never as nouns or
 adjectives ("interfere", "inscribe", "exclude"); ``nouns.txt``, the words it lists as nouns
 and never as adjectives that end as adjectives do ("archive", "topic", "forest");
-``noun_verbs.txt``, the words it lists both as nouns and as verbs ("spread", "flow",
-"help": after a subject, such a word may be its verb); ``abstract_nouns.txt``, the nouns
+``shared_verbs.txt``, the words it lists as verbs and also as nouns or adjectives ("spread",
+"flow", "slow": after a subject, such a word may be its verb); ``abstract_nouns.txt``, the nouns
 whose first two senses (or only sense) WordNet files under acts, attributes, states,
 events, possessions, times, quantities, relations, feelings or motives ("maintenance",
 "independence", "expense"): nouns that name no thing.
@@ -72,7 +72,7 @@ def main():
         "adjectives": adjectives - nouns,
         "verbs": set(index["verb"]) - nouns - adjectives,
         "nouns": {w for w in nouns - adjectives if w.endswith(ADJECTIVE_ENDINGS)},
-        "noun_verbs": set(index["verb"]) & nouns,
+        "shared_verbs": set(index["verb"]) & (nouns | adjectives),
         "abstract_nouns": abstract_nouns(),
     }
     for name, words in lists.items():

@@ -1709,3 +1709,23 @@ def test_a_verb_after_subjects_joined_by_and_or_before_a_bare_infinitive():
     found = {m.name for m in mentions_of("Salt helps preserve fish.")}
     assert {"Salt", "fish"} <= found and not [n for n in found if "helps" in n]
     assert "mass transfer" in {m.name for m in mentions_of("Heat and mass transfer occurs in boilers.")}
+
+
+def test_a_verb_after_a_subject_with_its_prepositional_phrase_a_focus_word_or_after_let_make_help():
+    found = {m.name for m in mentions_of("Layers of silt cover the valley floor.")}
+    assert {"layers", "silt", "valley floor"} <= found and not [n for n in found if "cover" in n]
+    found = {m.name for m in mentions_of("Only the female wasps sting.")}
+    assert "female wasps" in found and not [n for n in found if "sting" in n]
+    found = {m.name for m in mentions_of("Rain makes the soil swell.")}
+    assert {"Rain", "soil"} <= found and not [n for n in found if "swell" in n]
+    found = {m.name for m in mentions_of("If the pipe bursts then water floods the cellar.")}
+    assert {"pipe", "water", "cellar"} <= found
+    found = {m.name for m in mentions_of("The flood left salt water in the fields.")}
+    assert "salt water" in found  # after a preposition, no subject: "from salt water"
+
+
+def test_latin_plurals_of_biology_are_plurals():
+    assert normalize("bacteria") == normalize("bacterium") == "bacterium"
+    assert normalize("flagella") == "flagellum"
+    found = {m.norm for m in mentions_of("Bacteria ferment the sugar.")}
+    assert {"bacterium", "sugar"} <= found and not [n for n in found if "ferment" in n]
