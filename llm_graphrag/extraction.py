@@ -1417,8 +1417,15 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if cls == "ambiguous":
         if low.endswith(("ing", "ed")):
             return _participle(low, k, tokens, prev_class, prev_word)
-        if prev_word in ("that", "which", "who") and low.endswith("s"):
+        if prev_word in ("that", "which", "who", "what") and low.endswith("s"):
             return "verb"  # "the cartilage that covers the bone"
+        if prev_word in ("that", "which", "who") and _relative_verb(low, k, tokens, text):
+            return "verb"  # "germs that cause disease"
+        if prev_word in ("and", "or") or prev_word in _VERB_ADVERBS:
+            if _coordinated_verb(low, k, tokens, text):
+                return "verb"  # "Floods can destroy crops and kill cattle"
+        if prev_class in ("verb", "adj") and prev_word.endswith("ing") and _verb_after_gerund(low, k, tokens, text):
+            return "verb"  # "Global warming causes droughts"
         if prev_class in ("noun", "name", "mod", "other") and _verb_follows(low, k, tokens, prev_word):
             return "verb"  # "Python uses the ...", "heart pumps blood"
         if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
@@ -1458,6 +1465,10 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         return "verb"  # a coordinated verb: "It stores data and abstracts the sending"
     if cls == "noun" and prev_word in ("this", "that", "which", "who") and low.endswith("s") and not low.endswith(_KEEP_S):
         return "verb"  # "this simplifies", "that conducts"
+    if cls == "noun" and prev_word in ("that", "which", "who") and _relative_verb(low, k, tokens, text):
+        return "verb"  # "engines that burn fuel"
+    if cls == "noun" and prev_class in ("verb", "adj") and prev_word.endswith("ing") and _verb_after_gerund(low, k, tokens, text):
+        return "verb"  # "Heavy grazing strips the hillsides"
     if (
         cls == "noun" and prev_class == "noun" and not low.endswith(("s", "ing", "ed"))
         and prev_word.endswith("s") and not prev_word.endswith(_KEEP_S)
@@ -1675,6 +1686,72 @@ def _clause_verb(low, k, tokens, text):
         ):
             return False  # "Glacier lakes form ... are": another verb is the clause's ("by means of" is none)
     return True
+
+
+def _object_follows(low, k, tokens):
+    """Whether what follows the word at ``k`` can be a verb's object or adjunct (a determiner,
+    a noun, an adjective, a preposition), and no word that would rather be the verb of
+    ``low`` read as a plural noun ("the rising tides erode", "winter storms damage")."""
+    if k + 1 >= len(tokens):
+        return False
+    nlow = tokens[k + 1][2].lower()
+    if nlow in _AFTER_VERB or tokens[k + 1][2][0].isdigit():
+        return nlow not in ("and", "or", "of")
+    if nlow in STOPWORDS:
+        return False
+    ncls = word_class(nlow)
+    if ncls not in ("noun", "adj", "ambiguous"):
+        return False
+    return not (low.endswith("s") and ncls != "adj" and not nlow.endswith("s") and _can_be_verb(nlow))
+
+
+def _relative_verb(low, k, tokens, text):
+    """Whether a base form after "that", "which" or "who" is the verb of a relative clause:
+    the word before the pronoun is a plural noun, its antecedent ("germs that cause
+    disease", "pollutants, which increase smog"), and an object or adjunct follows."""
+    if k < 2 or low.endswith("s") or low.endswith(("ed", "ing")) and len(low) > 5 or not _can_be_verb(low):
+        return False
+    antecedent = tokens[k - 2][2].lower()
+    return (
+        antecedent.isalpha() and word_class(antecedent) != "verb" and not _maybe_verb(antecedent)
+        and _number(antecedent) == "plural" and _object_follows(low, k, tokens)
+    )
+
+
+def _coordinated_verb(low, k, tokens, text):
+    """Whether a word common as a verb after "and" or "or" is a second verb of the form of
+    the first ("can destroy the crops and kill the cattle", "removes metal and often causes
+    burrs"): the nearest verb before the conjunction in its clause has the same form (a base
+    form, or an -s form), and an adverb stands before it or a determiner, a pronoun or a
+    preposition after it."""
+    if low not in AMBIGUOUS_FORMS or low.endswith(("ed", "ing")) or k + 1 >= len(tokens):
+        return False
+    i = k - 1
+    if tokens[i][2].lower() in _VERB_ADVERBS:
+        i -= 1
+    if i < 1 or tokens[i][2].lower() not in ("and", "or") or not _object_follows(low, k, tokens):
+        return False
+    if i == k - 1 and tokens[k + 1][2].lower() not in _AFTER_VERB:
+        return False  # a noun may follow a noun: "prevents erosion and water pollution"
+    for j in range(i - 1, max(-1, i - 8), -1):
+        w = tokens[j][2].lower()
+        if text[tokens[j][1] : tokens[j + 1][0]].strip() or w in _CLAUSE_OPENERS or w in ("that", "which", "who"):
+            return False
+        if w in _FINITE or word_class(w) == "verb":
+            if w.endswith(("ed", "ing")) or w in _IRREGULAR_VERB_FORMS and w not in ("do", "have", "are"):
+                return False
+            return w.endswith("s") == low.endswith("s")
+    return False
+
+
+def _verb_after_gerund(low, k, tokens, text):
+    """Whether an -s form after a gerund or participle that ends a subject is its verb
+    ("Global warming causes droughts", "a planet rotating causes days"): the words before
+    open the sentence or a clause, the form can be a verb, and an object follows that is no
+    verb of its own ("by checking requests for" has no subject)."""
+    if not low.endswith("s") or low.endswith(_KEEP_S) or k < 2 or not _can_be_verb(low):
+        return False
+    return _subject_opening(k, tokens, text)[0] in ("sentence", "opener") and _object_follows(low, k, tokens)
 
 
 def _sentence_end(tokens, text):

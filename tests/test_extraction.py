@@ -1729,3 +1729,13 @@ def test_latin_plurals_of_biology_are_plurals():
     assert normalize("flagella") == "flagellum"
     found = {m.norm for m in mentions_of("Bacteria ferment the sugar.")}
     assert {"bacterium", "sugar"} <= found and not [n for n in found if "ferment" in n]
+
+
+def test_a_verb_of_a_relative_clause_or_a_second_verb_after_and():
+    found = {m.name for m in mentions_of("Ships carry engines that burn diesel.")}
+    assert {"engines", "diesel"} <= found and not [n for n in found if "burn" in n]
+    found = {m.name for m in mentions_of("The press removes the husks and often cuts the stalks.")}
+    assert {"husks", "stalks"} <= found and not [n for n in found if "cuts" in n]
+    assert "water tanks" in {m.name for m in mentions_of("The quarry supplies stone and water tanks.")}
+    found = {m.name for m in mentions_of("Heavy grazing strips the hillsides.")}
+    assert "hillsides" in found and not [n for n in found if "strips" in n]
