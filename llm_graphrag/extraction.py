@@ -1585,7 +1585,7 @@ _AFTER_VERB = frozenset(
     """in on at to from into onto through across over under along around toward towards with by for
     about up down out away off back upward upwards downward downwards throughout within between among
     against as only well also not even still then much more less together apart again it them him her us
-    itself themselves himself herself""".split()
+    itself themselves himself herself something everything anything nothing someone everyone""".split()
 ) | frozenset(DETERMINERS) | _CLAUSE_OPENERS
 
 
@@ -1678,7 +1678,7 @@ def _clause_verb(low, k, tokens, text):
         return True  # "Fertilizers help plants grow": the verb after is an infinitive
     for i in range(k + 1, n):
         w = tokens[i][2].lower()
-        if w in _CLAUSE_OPENERS or w in ("that", "which", "who", "as", "and", "or", "but") or text[tokens[i - 1][1] : tokens[i][0]].strip():
+        if w in _CLAUSE_OPENERS or w in ("that", "which", "who", "as", "and", "or", "but", "then") or text[tokens[i - 1][1] : tokens[i][0]].strip():
             break  # the clause ends, or a second verb phrase or clause begins: its verbs are its own
         before = tokens[i - 1][2].lower()
         if (w in _FINITE or word_class(w) == "verb" and not w.endswith(("ed", "ing"))) and not (
@@ -1749,9 +1749,13 @@ def _verb_after_gerund(low, k, tokens, text):
     ("Global warming causes droughts", "a planet rotating causes days"): the words before
     open the sentence or a clause, the form can be a verb, and an object follows that is no
     verb of its own ("by checking requests for" has no subject)."""
-    if not low.endswith("s") or low.endswith(_KEEP_S) or k < 2 or not _can_be_verb(low):
-        return False
-    return _subject_opening(k, tokens, text)[0] in ("sentence", "opener") and _object_follows(low, k, tokens)
+    return _s_verb_with_object(low, k, tokens) and _subject_opening(k, tokens, text)[0] in ("sentence", "opener")
+
+
+def _s_verb_with_object(low, k, tokens):
+    """Whether the word at ``k`` is an -s form that can be a verb, with an object after it
+    that is no verb of its own."""
+    return low.endswith("s") and not low.endswith(_KEEP_S) and _can_be_verb(low) and _object_follows(low, k, tokens)
 
 
 def _sentence_end(tokens, text):
@@ -1813,6 +1817,8 @@ def _subject_opening(k, tokens, text):
             return "opener", joined
         if prepositional and _maybe_verb(w):
             return None, False  # "falls on the side of the range": a verb's object, no subject
+        if j == 1 and w.endswith("ing") and word_class(w) == "verb":
+            return "sentence", False  # a gerund opens the subject: "Mining copper pollutes rivers"
         prepositional = prepositional or w in _NP_PREPOSITIONS
         if w in _BARE_INFINITIVE_VERBS and j > 1 and tokens[j - 2][2].lower() not in DETERMINERS | _NP_PREPOSITIONS and (
             tokens[j][2].lower() in DETERMINERS or _number(tokens[k - 1][2].lower()) == "plural"
@@ -1860,6 +1866,8 @@ def _participle(low, k, tokens, prev_class, prev_word):
     """An -ing/-ed word is a modifier before a noun after a determiner or list separator."""
     nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
     after = tokens[k + 2][2].lower() if k + 2 < len(tokens) else ""
+    if low.endswith("ing") and (k == 0 or prev_class == "adj" and k == 1) and _s_verb_with_object(nxt.lower(), k + 1, tokens):
+        return "noun"  # a gerund that is the subject: "Smoking causes cancer", "Global warming melts ice"
     if nxt.endswith("s") and nxt in AMBIGUOUS_FORMS and after in DETERMINERS:
         nxt = ""  # "condensing causes a liquid...": the next word is the verb
     if low.endswith("ing") and prev_word in DETERMINERS and nxt.isalpha() and nxt.islower() and nxt not in STOPWORDS:

@@ -1739,3 +1739,9 @@ def test_a_verb_of_a_relative_clause_or_a_second_verb_after_and():
     assert "water tanks" in {m.name for m in mentions_of("The quarry supplies stone and water tanks.")}
     found = {m.name for m in mentions_of("Heavy grazing strips the hillsides.")}
     assert "hillsides" in found and not [n for n in found if "strips" in n]
+
+
+def test_a_gerund_before_its_verb_is_the_subject():
+    found = {m.name for m in mentions_of("Intensive farming exhausts the soil.")}
+    assert {"Intensive farming", "soil"} <= found and not [n for n in found if "exhausts" in n]
+    assert "shoes" in {m.name for m in mentions_of("Running shoes wear out.")}
