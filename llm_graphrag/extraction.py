@@ -1082,7 +1082,7 @@ def name_mentions(chunk, context):
                     bare == "." and len(tokens[j - 1][2]) != 1 and tokens[j - 1][2] not in _NAME_TITLES
                 ) or (bare == "," and w not in ("Jr", "Sr")):
                     break
-                if _repeats(w, tokens[i:j], i == 0):
+                if _repeats(w, tokens[i:j], i == 0 or tokens[i - 1][2].lower() == word.lower()):
                     break  # a heading run into its text: "Oxygen Oxygen is ...", "Plasma Cells Plasma cells"
                 if w[0].isupper() and w not in SHOUTING and not (w.lower() in STOPWORDS and not w.isupper()):
                     last = j
@@ -1137,8 +1137,8 @@ def name_mentions(chunk, context):
 def _repeats(word, span, opening):
     """Whether ``word`` repeats a word of the name ``span`` (tokens) before it: a name
     never holds one word twice but when it doubles a word in the middle of a sentence
-    ("in Walla Walla"); a sentence that opens so has a heading run into it ("Oxygen Oxygen
-    is ...", "Plasma Cells Plasma cells are ...")."""
+    ("in Walla Walla"); a sentence that opens so, or a word said three times, has a heading
+    run into it ("Oxygen Oxygen is ...", "Plasma Cells Plasma cells are ...")."""
     low = word.lower()
     if not any(t[2].lower() == low for t in span):
         return False
@@ -1331,7 +1331,7 @@ def concept_mentions(chunk, context):
             if cls == "noun" and run and _plural_kind(run[-1]) and (_listed_member(k, tokens) or _listed_after(k, tokens, text)):
                 _emit(run, mentions, text)  # "the elements polonium and radium": a kind, then its members
                 run = []
-            if cls in ("noun", "adj", "mod") and any(r[2].lower() == low for r in run):
+            if run and cls in ("noun", "adj", "mod") and any(r[2].lower() == low for r in run):
                 # A phrase never repeats its word: "a type of coral soft coral" is two.
                 again = max(i for i, r in enumerate(run) if r[2].lower() == low) + 1
                 _emit(run[:again], mentions, text)
@@ -1584,6 +1584,7 @@ _BARE_INFINITIVE_VERBS = frozenset("help helps make makes let lets".split())
 _AFTER_VERB = frozenset(
     """in on at to from into onto through across over under along around toward towards with by for
     about up down out away off back upward upwards downward downwards throughout within between among
+    inside outside beneath below above near behind beyond underneath during
     against as only well also not even still then much more less together apart again it them him her us
     itself themselves himself herself something everything anything nothing someone everyone""".split()
 ) | frozenset(DETERMINERS) | _CLAUSE_OPENERS
@@ -1786,12 +1787,15 @@ def _maybe_verb(low):
     return cls == "verb" or cls == "ambiguous" and (low.endswith("s") and not low.endswith(_KEEP_S) or low in _BARE_INFINITIVE_VERBS)
 
 
+_CLAUSE_STOPS = STOPWORDS - _NP_PREPOSITIONS - DETERMINERS  # stopwords no noun phrase holds
+
+
 def _subject_head(k, tokens):
     """The head of a subject with a prepositional phrase that ends before ``k``: the word
     before its first preposition ("the energy in the air", "layers of sediment"), or None."""
     j = k - 1
     head = None
-    while j > 0 and tokens[j - 1][2].lower() not in STOPWORDS - _NP_PREPOSITIONS - DETERMINERS:
+    while j > 0 and tokens[j - 1][2].lower() not in _CLAUSE_STOPS:
         j -= 1
         before = tokens[j - 1][2].lower() if j > 0 else ""
         if tokens[j][2].lower() in _NP_PREPOSITIONS and before and before not in STOPWORDS and not _maybe_verb(before):

@@ -1685,6 +1685,8 @@ def test_the_word_after_a_subject_that_agrees_with_it_as_a_verb_is_its_verb():
     assert {"Fog", "air", "water"} <= found and not [n for n in found if "forms" in n]
     found = {m.name for m in mentions_of("During the night the temperature drops sharply.")}
     assert {"night", "temperature"} <= found and not [n for n in found if "drops" in n]
+    found = {m.name for m in mentions_of("Ice crystals form inside the clouds.")}
+    assert {"Ice crystals", "clouds"} <= found and not [n for n in found if "form" in n.split()]
 
 
 def test_a_compound_whose_head_does_not_agree_as_a_verb_stays_a_compound():
@@ -1701,6 +1703,7 @@ def test_a_phrase_never_repeats_its_word():
     found = {m.name for m in mentions_of("The bog holds a kind of moss peat moss.")}
     assert "peat moss" in found and not [n for n in found if n.count("moss") > 1]
     assert "Bora Bora" in {m.name for m in mentions_of("They sailed to Bora Bora last year.")}
+    assert {m.name for m in mentions_of("Notes Notes Notes are kept here.")} == {"Notes"}
 
 
 def test_a_verb_after_subjects_joined_by_and_or_before_a_bare_infinitive():
