@@ -1617,6 +1617,13 @@ def _number(low):
     return "singular" if not low.endswith("s") or low.endswith(_KEEP_S) or lemma(low) == low else ""
 
 
+def _singular_noun(word):
+    """Whether a word is a singular noun (or a gerund) by its class and form: an -s form of a
+    verb after it may agree with it ("warming causes", "the tide turns")."""
+    low = word.lower()
+    return word_class(low) in ("noun", "ambiguous") and _number(low) == "singular"
+
+
 def _clause_verb(low, k, tokens, text):
     """Whether the word at ``k`` is the verb of a clause whose subject is the noun phrase
     before it: the phrase opens the sentence or a clause ("when", "because", a comma), the
@@ -1645,6 +1652,8 @@ def _clause_verb(low, k, tokens, text):
         agrees = not participle and (joined and opened != "clause" or _number(head) in ("plural", ""))
     if not agrees:
         return False
+    if not low.endswith("s") and head.endswith("s") and head in AMBIGUOUS_FORMS and k >= 2 and _singular_noun(tokens[k - 2][2]):
+        return False  # "warming causes ice storms": the -s word before may be the verb
     if k + 1 < n:
         nxt = tokens[k + 1][2]
         nlow = nxt.lower()
@@ -1654,11 +1663,13 @@ def _clause_verb(low, k, tokens, text):
                 return False  # "when the river floods, ..." ends its clause at the comma
         elif nlow in ("and", "or"):
             after = tokens[k + 2][2].lower() if k + 2 < n else ""
+            then = tokens[k + 3][2].lower() if k + 3 < n else ""
             if word_class(after) != "verb" and not (
-                after.endswith("s") == low.endswith("s") and _can_be_verb(after)
-                and k + 3 < n and tokens[k + 3][2].lower() in _AFTER_VERB
-            ):
-                return False  # a list of nouns, unless a verb follows: "settles and becomes", "moves or turns the"
+                after.endswith("s") == low.endswith("s") and _can_be_verb(after) and then in _AFTER_VERB
+            ) or then.isalpha() and not then.endswith("s") and then not in STOPWORDS and _can_be_verb(then):
+                # A list of nouns, unless a verb follows ("settles and becomes", "moves or
+                # turns the"); "glasses and goggles protect" lists the subjects of "protect".
+                return False
         elif nlow in STOPWORDS and nlow not in _AFTER_VERB or nlow == "of":
             return False
         elif nlow == "as" and k + 2 < n and tokens[k + 2][2].lower() in SUBJECT_PRONOUNS:
@@ -1671,8 +1682,9 @@ def _clause_verb(low, k, tokens, text):
                 return False
             if low.endswith("s") and low not in _BARE_INFINITIVE_VERBS and (
                 ncls == "verb" or ncls != "adj" and not nlow.endswith("s") and _can_be_verb(nlow)
+                or nlow.endswith("s") and _can_be_verb(nlow) and k + 2 < n and tokens[k + 2][2].lower() in DETERMINERS
             ):
-                return False
+                return False  # "fossil fuels increases the": the next word is the verb
     elif opened == "clause":
         return False
     if low in _BARE_INFINITIVE_VERBS:
@@ -1821,6 +1833,8 @@ def _subject_opening(k, tokens, text):
             return "opener", joined
         if prepositional and _maybe_verb(w):
             return None, False  # "falls on the side of the range": a verb's object, no subject
+        if w.endswith("s") and w in AMBIGUOUS_FORMS and j > 1 and _singular_noun(tokens[j - 2][2]):
+            return None, False  # "warming causes ice storms": "causes" may be the verb, the rest its object
         if j == 1 and w.endswith("ing") and word_class(w) == "verb":
             return "sentence", False  # a gerund opens the subject: "Mining copper pollutes rivers"
         prepositional = prepositional or w in _NP_PREPOSITIONS

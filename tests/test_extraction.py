@@ -1748,3 +1748,10 @@ def test_a_gerund_before_its_verb_is_the_subject():
     found = {m.name for m in mentions_of("Intensive farming exhausts the soil.")}
     assert {"Intensive farming", "soil"} <= found and not [n for n in found if "exhausts" in n]
     assert "shoes" in {m.name for m in mentions_of("Running shoes wear out.")}
+
+
+def test_a_word_that_would_rather_be_the_verb_keeps_the_words_before_it_a_compound():
+    assert "Safety boots" in {m.name for m in mentions_of("Safety boots and goggles protect the workers.")}
+    assert "Cutting peat bricks" in {m.name for m in mentions_of("Cutting peat bricks warms the house.")}
+    found = {m.name for m in mentions_of("Rapid warming causes ice floes.")}
+    assert "ice floes" in found and not [n for n in found if "causes" in n]
