@@ -1419,7 +1419,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return _participle(low, k, tokens, prev_class, prev_word)
         if prev_word in ("that", "which", "who", "what") and low.endswith("s"):
             return "verb"  # "the cartilage that covers the bone"
-        if prev_word in ("that", "which", "who") and _relative_verb(low, k, tokens, text):
+        if prev_word in ("that", "which", "who") and _relative_verb(low, k, tokens):
             return "verb"  # "germs that cause disease"
         if prev_word in ("and", "or") or prev_word in _VERB_ADVERBS:
             if _coordinated_verb(low, k, tokens, text):
@@ -1465,7 +1465,7 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         return "verb"  # a coordinated verb: "It stores data and abstracts the sending"
     if cls == "noun" and prev_word in ("this", "that", "which", "who") and low.endswith("s") and not low.endswith(_KEEP_S):
         return "verb"  # "this simplifies", "that conducts"
-    if cls == "noun" and prev_word in ("that", "which", "who") and _relative_verb(low, k, tokens, text):
+    if cls == "noun" and prev_word in ("that", "which", "who") and _relative_verb(low, k, tokens):
         return "verb"  # "engines that burn fuel"
     if cls == "noun" and prev_class in ("verb", "adj") and prev_word.endswith("ing") and _verb_after_gerund(low, k, tokens, text):
         return "verb"  # "Heavy grazing strips the hillsides"
@@ -1601,9 +1601,13 @@ def _can_be_verb(low):
     WordNet also lists as a verb ("spread", "flows", "carries", "slows")."""
     if low in VERB_FORMS or low in AMBIGUOUS_FORMS:
         return True
-    bases = {low}
+    bases = [low]
     if low.endswith("s") and not low.endswith("ss"):
-        bases |= {low[:-1], low[:-2] if low.endswith("es") else low, low[:-3] + "y" if low.endswith("ies") else low}
+        bases.append(low[:-1])  # "flows"
+        if low.endswith("es"):
+            bases.append(low[:-2])  # "reaches"
+        if low.endswith("ies"):
+            bases.append(low[:-3] + "y")  # "carries"
     return any(b in _shared_verbs() for b in bases)
 
 
@@ -1718,7 +1722,7 @@ def _object_follows(low, k, tokens):
     return not (low.endswith("s") and ncls != "adj" and not nlow.endswith("s") and _can_be_verb(nlow))
 
 
-def _relative_verb(low, k, tokens, text):
+def _relative_verb(low, k, tokens):
     """Whether a base form after "that", "which" or "who" is the verb of a relative clause:
     the word before the pronoun is a plural noun, its antecedent ("germs that cause
     disease", "pollutants, which increase smog"), and an object or adjunct follows."""
@@ -1819,9 +1823,10 @@ def _subject_opening(k, tokens, text):
     """How the noun phrase that ends before ``k`` opens, and whether "and" joins two in it
     ("heat and pressure"). It opens the "sentence" ("Glaciers", "The old mill"), a clause
     after an "opener" ("when snow") or a comma (", the river", ", and the river":
-    "clause"), or None: it follows a verb or a preposition, an object, no subject.
-    The phrase is nouns and adjectives after at most one determiner, with prepositional
-    phrases ("the energy in the air")."""
+    "clause"), an infinitive's subject after "help", "make" or "let" ("bare"), or None: it
+    follows a verb or a preposition, an object, no subject. The phrase is nouns and
+    adjectives after at most one determiner, with prepositional phrases ("the energy in
+    the air")."""
     j = k - 1
     joined = prepositional = False
     while j > 0:
