@@ -1755,3 +1755,10 @@ def test_a_word_that_would_rather_be_the_verb_keeps_the_words_before_it_a_compou
     assert "Cutting peat bricks" in {m.name for m in mentions_of("Cutting peat bricks warms the house.")}
     found = {m.name for m in mentions_of("Rapid warming causes ice floes.")}
     assert "ice floes" in found and not [n for n in found if "causes" in n]
+
+
+def test_a_clause_after_as_or_a_verb_after_a_preposition_leaves_the_word_before_a_noun_or_a_verb():
+    found = {m.name for m in mentions_of("The kit adds new tools, and better engine parts as they are released.")}
+    assert "engine parts" in found  # "as they are released" is a clause of its own
+    found = {m.name for m in mentions_of("Most algae drift by means of currents.")}
+    assert "currents" in found and not [n for n in found if "drift" in n]  # "means" after "by" is no verb
