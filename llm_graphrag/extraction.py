@@ -1241,9 +1241,12 @@ def word_class(word):
         return "adj"
     if word.endswith("ic") and len(word) > 4 and word not in _IC_NOUNS:
         return "adj"  # volcanic, pathogenic, genetic
-    if word in _adjectives() and not (word.endswith(("ed", "ing")) and len(word) > 4):
+    if word in _adjectives() and not (word.endswith(("ed", "ing")) and len(word) > 4) and not (
+        _plural(word) and lemma(word) not in _adjectives() and not word.endswith("ways")
+    ):
         # No adjective suffix, and never a noun: "persistent", "concise", "dual" (participles
-        # are left to the sentence: "licensed packages", "a package licensed under").
+        # are left to the sentence: "licensed packages", "a package licensed under"; a plural
+        # whose singular is no adjective is a noun's: "clouds", "bats", "nuts").
         return "adj"
     return "noun"
 

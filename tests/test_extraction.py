@@ -1762,3 +1762,9 @@ def test_a_clause_after_as_or_a_verb_after_a_preposition_leaves_the_word_before_
     assert "engine parts" in found  # "as they are released" is a clause of its own
     found = {m.name for m in mentions_of("Most algae drift by means of currents.")}
     assert "currents" in found and not [n for n in found if "drift" in n]  # "means" after "by" is no verb
+
+
+def test_a_plural_wordnet_also_lists_as_an_adjective_is_a_noun_when_its_singular_is_no_adjective():
+    assert extraction.word_class("clouds") == "noun" and extraction.word_class("bats") == "noun"
+    assert extraction.word_class("sideways") == "adj"
+    assert "clouds" in {m.name for m in mentions_of("The rain falls from the clouds.")}
