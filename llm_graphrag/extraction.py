@@ -286,6 +286,8 @@ _IRREGULAR_PLURALS = {
     "indices": "index", "vertices": "vertex", "matrices": "matrix", "analyses": "analysis",
     "bases": "base", "criteria": "criterion", "phenomena": "phenomenon", "fungi": "fungus",
     "nuclei": "nucleus", "cacti": "cactus", "larvae": "larva", "algae": "alga",
+    "bacteria": "bacterium", "flagella": "flagellum", "cilia": "cilium", "mitochondria": "mitochondrion",
+    "stomata": "stoma", "phyla": "phylum", "strata": "stratum",
     "shoes": "shoe", "toes": "toe", "species": "species", "series": "series",
     "news": "news", "lens": "lens", "gas": "gas", "gases": "gas", "dies": "die", "lies": "lie",
     "ties": "tie", "pies": "pie", "movies": "movie", "cookies": "cookie", "bodies": "body",
@@ -1080,6 +1082,8 @@ def name_mentions(chunk, context):
                     bare == "." and len(tokens[j - 1][2]) != 1 and tokens[j - 1][2] not in _NAME_TITLES
                 ) or (bare == "," and w not in ("Jr", "Sr")):
                     break
+                if _repeats(w, tokens[i:j], i == 0 or tokens[i - 1][2].lower() == word.lower()):
+                    break  # a heading run into its text: "Oxygen Oxygen is ...", "Plasma Cells Plasma cells"
                 if w[0].isupper() and w not in SHOUTING and not (w.lower() in STOPWORDS and not w.isupper()):
                     last = j
                     j += 1
@@ -1128,6 +1132,17 @@ def name_mentions(chunk, context):
                 continue
             mentions.append(Mention(surface, "name", a, b, 0.8 if len(words) > 1 else 0.7, {"capitalized": True}, extractor="names"))
     return mentions
+
+
+def _repeats(word, span, opening):
+    """Whether ``word`` repeats a word of the name ``span`` (tokens) before it: a name
+    never holds one word twice but when it doubles a word in the middle of a sentence
+    ("in Walla Walla"); a sentence that opens so, or a word said three times, has a heading
+    run into it ("Oxygen Oxygen is ...", "Plasma Cells Plasma cells are ...")."""
+    low = word.lower()
+    if not any(t[2].lower() == low for t in span):
+        return False
+    return opening or len(span) > 1
 
 
 @lru_cache(maxsize=50_000)
@@ -1226,9 +1241,12 @@ def word_class(word):
         return "adj"
     if word.endswith("ic") and len(word) > 4 and word not in _IC_NOUNS:
         return "adj"  # volcanic, pathogenic, genetic
-    if word in _adjectives() and not (word.endswith(("ed", "ing")) and len(word) > 4):
+    if word in _adjectives() and not (word.endswith(("ed", "ing")) and len(word) > 4) and not (
+        _plural(word) and lemma(word) not in _adjectives() and not word.endswith("ways")
+    ):
         # No adjective suffix, and never a noun: "persistent", "concise", "dual" (participles
-        # are left to the sentence: "licensed packages", "a package licensed under").
+        # are left to the sentence: "licensed packages", "a package licensed under"; a plural
+        # whose singular is no adjective is a noun's: "clouds", "bats", "nuts").
         return "adj"
     return "noun"
 
@@ -1316,6 +1334,11 @@ def concept_mentions(chunk, context):
             if cls == "noun" and run and _plural_kind(run[-1]) and (_listed_member(k, tokens) or _listed_after(k, tokens, text)):
                 _emit(run, mentions, text)  # "the elements polonium and radium": a kind, then its members
                 run = []
+            if run and cls in ("noun", "adj", "mod") and any(r[2].lower() == low for r in run):
+                # A phrase never repeats its word: "a type of coral soft coral" is two.
+                again = max(i for i, r in enumerate(run) if r[2].lower() == low) + 1
+                _emit(run[:again], mentions, text)
+                run = run[again:]
             if cls in ("noun", "adj", "mod"):
                 if possessive:
                     # A possessor ends its own phrase: "the user’s session" names the user
@@ -1397,12 +1420,21 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
     if cls == "ambiguous":
         if low.endswith(("ing", "ed")):
             return _participle(low, k, tokens, prev_class, prev_word)
-        if prev_word in ("that", "which", "who") and low.endswith("s"):
+        if prev_word in ("that", "which", "who", "what") and low.endswith("s"):
             return "verb"  # "the cartilage that covers the bone"
+        if prev_word in ("that", "which", "who") and _relative_verb(low, k, tokens):
+            return "verb"  # "germs that cause disease"
+        if prev_word in ("and", "or") or prev_word in _VERB_ADVERBS:
+            if _coordinated_verb(low, k, tokens, text):
+                return "verb"  # "Floods can destroy crops and kill cattle"
+        if prev_class in ("verb", "adj") and prev_word.endswith("ing") and _verb_after_gerund(low, k, tokens, text):
+            return "verb"  # "Global warming causes droughts"
         if prev_class in ("noun", "name", "mod", "other") and _verb_follows(low, k, tokens, prev_word):
             return "verb"  # "Python uses the ...", "heart pumps blood"
         if prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
             return "verb"  # "The Danube flows through Vienna": a sentence needs its verb
+        if prev_class in ("noun", "name", "mod") and _clause_verb(low, k, tokens, text):
+            return "verb"  # "Glaciers carve valleys", "when snow melts in spring": the subject's verb
         return "noun"
     if cls == "verb":
         if low.endswith(("ing", "ed")) and low not in _IRREGULAR_VERB_FORMS:
@@ -1419,6 +1451,8 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
             return "verb"  # "the release bundles Tcl/Tk"; not before a comma: "Buddhist temples, Shinto shrines"
     if cls == "noun" and prev_class in ("noun", "name", "mod") and _only_verb_slot(low, k, tokens, text, proper):
         return "verb"  # "The painting hangs in the Louvre."
+    if cls == "noun" and prev_class in ("noun", "name", "mod") and _clause_verb(low, k, tokens, text):
+        return "verb"  # "Glaciers carve valleys", "when snow melts in spring": the subject's verb
     if (
         cls in ("noun", "ambiguous") and prev_class == "noun" and k >= 2 and tokens[k - 2][2].lower() in ("and", "or")
         and prev_word.endswith("s") and lemma(prev_word) != prev_word and not low.endswith("s") and k + 1 < len(tokens)
@@ -1434,6 +1468,10 @@ def _classify(word, low, k, tokens, prev_class, prev_word, title, proper, text):
         return "verb"  # a coordinated verb: "It stores data and abstracts the sending"
     if cls == "noun" and prev_word in ("this", "that", "which", "who") and low.endswith("s") and not low.endswith(_KEEP_S):
         return "verb"  # "this simplifies", "that conducts"
+    if cls == "noun" and prev_word in ("that", "which", "who") and _relative_verb(low, k, tokens):
+        return "verb"  # "engines that burn fuel"
+    if cls == "noun" and prev_class in ("verb", "adj") and prev_word.endswith("ing") and _verb_after_gerund(low, k, tokens, text):
+        return "verb"  # "Heavy grazing strips the hillsides"
     if (
         cls == "noun" and prev_class == "noun" and not low.endswith(("s", "ing", "ed"))
         and prev_word.endswith("s") and not prev_word.endswith(_KEEP_S)
@@ -1540,6 +1578,294 @@ def _named_subject(tokens, text, proper):
 
 
 _VERB_PREPOSITIONS = frozenset("as on in at with into through from over across onto".split())
+# Words that open a clause with its own subject and verb ("when snow melts", "because prices rise").
+_CLAUSE_OPENERS = frozenset("when whenever if because since while although though whereas until unless where wherever".split())
+# Verbs that take a bare infinitive, after an object or not ("helps dissolve", "help plants grow").
+_BARE_INFINITIVE_VERBS = frozenset("help helps make makes let lets".split())
+# What can follow a verb but not a noun phrase's last word: a particle or preposition, an
+# adverb, a determiner or an object pronoun ("flows into", "falls slowly", "causes it").
+_AFTER_VERB = frozenset(
+    """in on at to from into onto through across over under along around toward towards with by for
+    about up down out away off back upward upwards downward downwards throughout within between among
+    inside outside beneath below above near behind beyond underneath during
+    against as only well also not even still then much more less together apart again it them him her us
+    itself themselves himself herself something everything anything nothing someone everyone""".split()
+) | frozenset(DETERMINERS) | _CLAUSE_OPENERS
+
+
+@lru_cache(maxsize=1)
+def _shared_verbs():
+    """The words WordNet lists as verbs and also as nouns or adjectives ("spread", "flow", "slow")."""
+    return frozenset(_lexicon("shared_verbs"))
+
+
+def _can_be_verb(low):
+    """Whether a base or -s form can be a verb: in the verb lists, or a noun or adjective
+    WordNet also lists as a verb ("spread", "flows", "carries", "slows")."""
+    if low in VERB_FORMS or low in AMBIGUOUS_FORMS:
+        return True
+    bases = [low]
+    if low.endswith("s") and not low.endswith("ss"):
+        bases.append(low[:-1])  # "flows"
+        if low.endswith("es"):
+            bases.append(low[:-2])  # "reaches"
+        if low.endswith("ies"):
+            bases.append(low[:-3] + "y")  # "carries"
+    return any(b in _shared_verbs() for b in bases)
+
+
+def _number(low):
+    """A noun's grammatical number by its form: "plural" ("glaciers", "people"), "singular"
+    ("snow", "gas", "physics") or "" when the form does not tell ("species", "series")."""
+    if low in ("species", "series", "sheep", "deer", "fish", "aircraft"):
+        return ""
+    if _plural(low) or low in _IRREGULAR_PLURALS and _IRREGULAR_PLURALS[low] != low:
+        return "plural"
+    return "singular" if not low.endswith("s") or low.endswith(_KEEP_S) or lemma(low) == low else ""
+
+
+def _singular_noun(word):
+    """Whether a word is a singular noun (or a gerund) by its class and form: an -s form of a
+    verb after it may agree with it ("warming causes", "the tide turns")."""
+    low = word.lower()
+    return word_class(low) in ("noun", "ambiguous") and _number(low) == "singular"
+
+
+def _clause_verb(low, k, tokens, text):
+    """Whether the word at ``k`` is the verb of a clause whose subject is the noun phrase
+    before it: the phrase opens the sentence or a clause ("when", "because", a comma), the
+    word agrees with the phrase's last noun as a verb does (an -s form after a singular,
+    a base form after a plural: "snow melts", "glaciers carve") and can be a verb, and what
+    follows is what follows a verb (a preposition, an adverb, a determiner, an object) in
+    a clause that has no other verb ("Glaciers carve valleys." but "Glacier lakes are").
+    Compounds do not agree so: "the winter snows" and "the valley glaciers" are no clauses,
+    and "hydrogen bonds cause" keeps "bonds" a noun, as "cause" agrees with it."""
+    n = len(tokens)
+    head = tokens[k - 1][2].lower()
+    if not low.isalpha() or not head.replace("-", "").isalpha() or not _can_be_verb(low):
+        return False
+    if text[tokens[-1][1] : _sentence_end(tokens, text)].strip() != ".":
+        return False  # a heading, a list item or a fragment: no sentence that needs a verb
+    opened, joined = _subject_opening(k, tokens, text)
+    if opened is None:
+        return False
+    head = _subject_head(k, tokens) or head  # "layers of sediment cover": the layers do
+    participle = low.endswith("ed") and len(low) > 4 or low.endswith("ing") and len(low) > 5
+    if opened == "bare":
+        agrees = not low.endswith("s") and not participle
+    elif low.endswith("s") and not low.endswith(_KEEP_S):
+        agrees = not joined and _number(head) in ("singular", "")
+    else:  # "heat and pressure change": joined subjects are plural
+        agrees = not participle and (joined and opened != "clause" or _number(head) in ("plural", ""))
+    if not agrees:
+        return False
+    if not low.endswith("s") and head.endswith("s") and head in AMBIGUOUS_FORMS and k >= 2 and _singular_noun(tokens[k - 2][2]):
+        return False  # "warming causes ice storms": the -s word before may be the verb
+    if k + 1 < n:
+        nxt = tokens[k + 1][2]
+        nlow = nxt.lower()
+        gap = text[tokens[k][1] : tokens[k + 1][0]].strip()
+        if gap:
+            if not (gap == "," and opened == "opener"):
+                return False  # "when the river floods, ..." ends its clause at the comma
+        elif nlow in ("and", "or"):
+            after = tokens[k + 2][2].lower() if k + 2 < n else ""
+            then = tokens[k + 3][2].lower() if k + 3 < n else ""
+            if word_class(after) != "verb" and not (
+                after.endswith("s") == low.endswith("s") and _can_be_verb(after) and then in _AFTER_VERB
+            ) or then.isalpha() and not then.endswith("s") and then not in STOPWORDS and _can_be_verb(then):
+                # A list of nouns, unless a verb follows ("settles and becomes", "moves or
+                # turns the"); "glasses and goggles protect" lists the subjects of "protect".
+                return False
+        elif nlow in STOPWORDS and nlow not in _AFTER_VERB or nlow == "of":
+            return False
+        elif nlow == "as" and k + 2 < n and tokens[k + 2][2].lower() in SUBJECT_PRONOUNS:
+            return False  # "as" opens a clause: "features as they are developed"
+        elif nlow not in _AFTER_VERB and not nxt[0].isdigit():
+            # An object: after a singular subject's -s form, no word that can be the verb
+            # of the -s form as a plural noun ("hydrogen bonds cause water", "winter storms damage").
+            ncls = word_class(nlow)
+            if ncls not in ("noun", "adj", "ambiguous", "verb", "adverb"):
+                return False
+            if low.endswith("s") and low not in _BARE_INFINITIVE_VERBS and (
+                ncls == "verb" or ncls != "adj" and not nlow.endswith("s") and _can_be_verb(nlow)
+                or nlow.endswith("s") and _can_be_verb(nlow) and k + 2 < n and tokens[k + 2][2].lower() in DETERMINERS
+            ):
+                return False  # "fossil fuels increases the": the next word is the verb
+    elif opened == "clause":
+        return False
+    if low in _BARE_INFINITIVE_VERBS:
+        return True  # "Fertilizers help plants grow": the verb after is an infinitive
+    for i in range(k + 1, n):
+        w = tokens[i][2].lower()
+        if w in _CLAUSE_OPENERS or w in ("that", "which", "who", "as", "and", "or", "but", "then") or text[tokens[i - 1][1] : tokens[i][0]].strip():
+            break  # the clause ends, or a second verb phrase or clause begins: its verbs are its own
+        before = tokens[i - 1][2].lower()
+        if (w in _FINITE or word_class(w) == "verb" and not w.endswith(("ed", "ing"))) and not (
+            before in ("to", "and", "or", "but") or before in MODALS or before in DETERMINERS or before in _AFTER_HEAD
+        ):
+            return False  # "Glacier lakes form ... are": another verb is the clause's ("by means of" is none)
+    return True
+
+
+def _object_follows(low, k, tokens):
+    """Whether what follows the word at ``k`` can be a verb's object or adjunct (a determiner,
+    a noun, an adjective, a preposition), and no word that would rather be the verb of
+    ``low`` read as a plural noun ("the rising tides erode", "winter storms damage")."""
+    if k + 1 >= len(tokens):
+        return False
+    nlow = tokens[k + 1][2].lower()
+    if nlow in _AFTER_VERB or tokens[k + 1][2][0].isdigit():
+        return nlow not in ("and", "or", "of")
+    if nlow in STOPWORDS:
+        return False
+    ncls = word_class(nlow)
+    if ncls not in ("noun", "adj", "ambiguous"):
+        return False
+    return not (low.endswith("s") and ncls != "adj" and not nlow.endswith("s") and _can_be_verb(nlow))
+
+
+def _relative_verb(low, k, tokens):
+    """Whether a base form after "that", "which" or "who" is the verb of a relative clause:
+    the word before the pronoun is a plural noun, its antecedent ("germs that cause
+    disease", "pollutants, which increase smog"), and an object or adjunct follows."""
+    if k < 2 or low.endswith("s") or low.endswith(("ed", "ing")) and len(low) > 5 or not _can_be_verb(low):
+        return False
+    antecedent = tokens[k - 2][2].lower()
+    return (
+        antecedent.isalpha() and word_class(antecedent) != "verb" and not _maybe_verb(antecedent)
+        and _number(antecedent) == "plural" and _object_follows(low, k, tokens)
+    )
+
+
+def _coordinated_verb(low, k, tokens, text):
+    """Whether a word common as a verb after "and" or "or" is a second verb of the form of
+    the first ("can destroy the crops and kill the cattle", "removes metal and often causes
+    burrs"): the nearest verb before the conjunction in its clause has the same form (a base
+    form, or an -s form), and an adverb stands before it or a determiner, a pronoun or a
+    preposition after it."""
+    if low not in AMBIGUOUS_FORMS or low.endswith(("ed", "ing")) or k + 1 >= len(tokens):
+        return False
+    i = k - 1
+    if tokens[i][2].lower() in _VERB_ADVERBS:
+        i -= 1
+    if i < 1 or tokens[i][2].lower() not in ("and", "or") or not _object_follows(low, k, tokens):
+        return False
+    if i == k - 1 and tokens[k + 1][2].lower() not in _AFTER_VERB:
+        return False  # a noun may follow a noun: "prevents erosion and water pollution"
+    for j in range(i - 1, max(-1, i - 8), -1):
+        w = tokens[j][2].lower()
+        if text[tokens[j][1] : tokens[j + 1][0]].strip() or w in _CLAUSE_OPENERS or w in ("that", "which", "who"):
+            return False
+        if w in _FINITE or word_class(w) == "verb":
+            if w.endswith(("ed", "ing")) or w in _IRREGULAR_VERB_FORMS and w not in ("do", "have", "are"):
+                return False
+            return w.endswith("s") == low.endswith("s")
+    return False
+
+
+def _verb_after_gerund(low, k, tokens, text):
+    """Whether an -s form after a gerund or participle that ends a subject is its verb
+    ("Global warming causes droughts", "a planet rotating causes days"): the words before
+    open the sentence or a clause, the form can be a verb, and an object follows that is no
+    verb of its own ("by checking requests for" has no subject)."""
+    return _s_verb_with_object(low, k, tokens) and _subject_opening(k, tokens, text)[0] in ("sentence", "opener")
+
+
+def _s_verb_with_object(low, k, tokens):
+    """Whether the word at ``k`` is an -s form that can be a verb, with an object after it
+    that is no verb of its own."""
+    return low.endswith("s") and not low.endswith(_KEEP_S) and _can_be_verb(low) and _object_follows(low, k, tokens)
+
+
+def _sentence_end(tokens, text):
+    """Where the sentence of ``tokens`` ends: its last token and the punctuation after it."""
+    end = tokens[-1][1]
+    while end < len(text) and text[end] in " \t.!?":
+        end += 1
+    return end
+
+
+# Words before a subject's determiner or noun that leave it a subject ("only the females bite", "more light falls").
+_SUBJECT_FOCUS = frozenset("only even just more less fewer".split())
+_OPENING_PREPOSITIONS = frozenset("in on at during after before for by with from over throughout within".split())
+
+
+def _opening_phrase(j, tokens):
+    """"sentence" when the words before ``j`` are a prepositional phrase opening the
+    sentence ("In the spring", "During that time"): an adverbial before the subject."""
+    if j < 2 or tokens[0][2].lower() not in _OPENING_PREPOSITIONS:
+        return None
+    return "sentence" if all(word_class(w.lower()) in ("noun", "ambiguous", "adj", "stop", "number") for _, _, w in tokens[1:j]) else None
+
+
+def _maybe_verb(low):
+    """Whether a word before a prepositional phrase may be the verb it goes with: a verb,
+    or a word that is a verb or a noun with a verb's -s ("falls on", "help with")."""
+    cls = word_class(low)
+    return cls == "verb" or cls == "ambiguous" and (low.endswith("s") and not low.endswith(_KEEP_S) or low in _BARE_INFINITIVE_VERBS)
+
+
+_CLAUSE_STOPS = STOPWORDS - _NP_PREPOSITIONS - DETERMINERS  # stopwords no noun phrase holds
+
+
+def _subject_head(k, tokens):
+    """The head of a subject with a prepositional phrase that ends before ``k``: the word
+    before its first preposition ("the energy in the air", "layers of sediment"), or None."""
+    j = k - 1
+    head = None
+    while j > 0 and tokens[j - 1][2].lower() not in _CLAUSE_STOPS:
+        j -= 1
+        before = tokens[j - 1][2].lower() if j > 0 else ""
+        if tokens[j][2].lower() in _NP_PREPOSITIONS and before and before not in STOPWORDS and not _maybe_verb(before):
+            head = before
+    return head
+
+
+def _subject_opening(k, tokens, text):
+    """How the noun phrase that ends before ``k`` opens, and whether "and" joins two in it
+    ("heat and pressure"). It opens the "sentence" ("Glaciers", "The old mill"), a clause
+    after an "opener" ("when snow") or a comma (", the river", ", and the river":
+    "clause"), an infinitive's subject after "help", "make" or "let" ("bare"), or None: it
+    follows a verb or a preposition, an object, no subject. The phrase is nouns and
+    adjectives after at most one determiner, with prepositional phrases ("the energy in
+    the air")."""
+    j = k - 1
+    joined = prepositional = False
+    while j > 0:
+        gap = text[tokens[j - 1][1] : tokens[j][0]].strip()
+        w = tokens[j - 1][2].lower()
+        if gap:
+            return ("clause" if gap in (",", ";") else None), joined
+        if w in _CLAUSE_OPENERS:
+            return "opener", joined
+        if prepositional and _maybe_verb(w):
+            return None, False  # "falls on the side of the range": a verb's object, no subject
+        if w.endswith("s") and w in AMBIGUOUS_FORMS and j > 1 and _singular_noun(tokens[j - 2][2]):
+            return None, False  # "warming causes ice storms": "causes" may be the verb, the rest its object
+        if j == 1 and w.endswith("ing") and word_class(w) == "verb":
+            return "sentence", False  # a gerund opens the subject: "Mining copper pollutes rivers"
+        prepositional = prepositional or w in _NP_PREPOSITIONS
+        if w in _BARE_INFINITIVE_VERBS and j > 1 and tokens[j - 2][2].lower() not in DETERMINERS | _NP_PREPOSITIONS and (
+            tokens[j][2].lower() in DETERMINERS or _number(tokens[k - 1][2].lower()) == "plural"
+        ):
+            # "to help cars move", "makes the soil swell": the object does what the infinitive says
+            # (not "helps preserve fish", where the infinitive follows "helps")
+            return "bare", False
+        if w in ("and", "or", "but"):
+            if j == 1 or text[tokens[j - 2][1] : tokens[j - 1][0]].strip():
+                return "clause", False  # "And the river rises", "..., and the river rises"
+            if w != "and":
+                return None, False
+            joined = True
+        elif w in STOPWORDS and w not in DETERMINERS and w not in _NP_PREPOSITIONS and w not in _SUBJECT_FOCUS or (
+            w not in STOPWORDS and word_class(w) not in ("noun", "adj", "ambiguous", "number") and not tokens[j - 1][2][0].isupper()
+        ):
+            return None, False  # after a verb or a preposition: an object
+        elif tokens[j][2].lower() in DETERMINERS and w not in STOPWORDS:
+            return _opening_phrase(j, tokens), joined  # "During the night the lake freezes"
+        j -= 1
+    return "sentence", joined
 
 
 def _verb_follows(low, k, tokens, prev_word):
@@ -1566,6 +1892,8 @@ def _participle(low, k, tokens, prev_class, prev_word):
     """An -ing/-ed word is a modifier before a noun after a determiner or list separator."""
     nxt = tokens[k + 1][2] if k + 1 < len(tokens) else ""
     after = tokens[k + 2][2].lower() if k + 2 < len(tokens) else ""
+    if low.endswith("ing") and (k == 0 or prev_class == "adj" and k == 1) and _s_verb_with_object(nxt.lower(), k + 1, tokens):
+        return "noun"  # a gerund that is the subject: "Smoking causes cancer", "Global warming melts ice"
     if nxt.endswith("s") and nxt in AMBIGUOUS_FORMS and after in DETERMINERS:
         nxt = ""  # "condensing causes a liquid...": the next word is the verb
     if low.endswith("ing") and prev_word in DETERMINERS and nxt.isalpha() and nxt.islower() and nxt not in STOPWORDS:

@@ -3,9 +3,11 @@
 "concise", "dual"); ``verbs.txt``, the words it lists as verbs and never as nouns or
 adjectives ("interfere", "inscribe", "exclude"); ``nouns.txt``, the words it lists as nouns
 and never as adjectives that end as adjectives do ("archive", "topic", "forest");
-``abstract_nouns.txt``, the nouns whose first two senses (or only sense) WordNet files under
-acts, attributes, states, events, possessions, times, quantities, relations, feelings or
-motives ("maintenance", "independence", "expense"): nouns that name no thing.
+``shared_verbs.txt``, the words it lists as verbs and also as nouns or adjectives ("spread",
+"flow", "slow": after a subject, such a word may be its verb); ``abstract_nouns.txt``, the nouns
+whose first two senses (or only sense) WordNet files under acts, attributes, states,
+events, possessions, times, quantities, relations, feelings or motives ("maintenance",
+"independence", "expense"): nouns that name no thing.
 
 The lists are WordNet 3.0's, as spaCy's English model ships them for its rule lemmatizer
 (the ``lemma_index`` table of en-core-web-sm, MIT; WordNet's own licence is in
@@ -70,6 +72,7 @@ def main():
         "adjectives": adjectives - nouns,
         "verbs": set(index["verb"]) - nouns - adjectives,
         "nouns": {w for w in nouns - adjectives if w.endswith(ADJECTIVE_ENDINGS)},
+        "shared_verbs": set(index["verb"]) & (nouns | adjectives),
         "abstract_nouns": abstract_nouns(),
     }
     for name, words in lists.items():

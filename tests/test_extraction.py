@@ -1674,3 +1674,97 @@ def test_a_base_verb_after_an_opening_list_of_three_is_the_lists_verb():
     assert {"beech", "old wood"} <= found or {"beech", "wood"} <= found
     assert not [n for n in found if "form" in n]
     assert "output stream" in {m.name for m in mentions_of("Input and output stream processing is slow.")}
+
+
+def test_the_word_after_a_subject_that_agrees_with_it_as_a_verb_is_its_verb():
+    found = {m.name for m in mentions_of("Sap flows up the trunk in spring.")}
+    assert {"Sap", "trunk", "spring"} <= found and not [n for n in found if "flows" in n]
+    found = {m.name for m in mentions_of("Rats spread fleas in crowded cities.")}
+    assert {"rats", "fleas"} <= found and not [n for n in found if "spread" in n]
+    found = {m.name for m in mentions_of("Fog forms when warm air meets cold water.")}
+    assert {"Fog", "air", "water"} <= found and not [n for n in found if "forms" in n]
+    found = {m.name for m in mentions_of("During the night the temperature drops sharply.")}
+    assert {"night", "temperature"} <= found and not [n for n in found if "drops" in n]
+    found = {m.name for m in mentions_of("Ice crystals form inside the caves.")}
+    assert {"Ice crystals", "caves"} <= found and not [n for n in found if "form" in n.split()]
+
+
+def test_a_compound_whose_head_does_not_agree_as_a_verb_stays_a_compound():
+    found = {m.name for m in mentions_of("Salt crystals form cubes.")}
+    assert {"Salt crystals", "cubes"} <= found and not [n for n in found if "form" in n.split()]
+    found = {m.name for m in mentions_of("Winter storms damage the coast.")}
+    assert "Winter storms" in found and not [n for n in found if "damage" in n]
+    assert "tide gauge readings" in {m.name for m in mentions_of("The tide gauge readings are stored.")}
+
+
+def test_a_phrase_never_repeats_its_word():
+    found = {m.name for m in mentions_of("Glaciers Glaciers are slow rivers of ice.")}
+    assert "Glaciers Glaciers" not in found and {"Glaciers", "rivers", "ice"} <= found
+    found = {m.name for m in mentions_of("The bog holds a kind of moss peat moss.")}
+    assert "peat moss" in found and not [n for n in found if n.count("moss") > 1]
+    assert "Bora Bora" in {m.name for m in mentions_of("They sailed to Bora Bora last year.")}
+    assert {m.name for m in mentions_of("Notes Notes Notes are kept here.")} == {"Notes"}
+
+
+def test_a_verb_after_subjects_joined_by_and_or_before_a_bare_infinitive():
+    found = {m.name for m in mentions_of("Wind and rain shape the cliffs.")}
+    assert {"Wind", "rain", "cliffs"} <= found and not [n for n in found if "shape" in n]
+    found = {m.name for m in mentions_of("Salt helps preserve fish.")}
+    assert {"Salt", "fish"} <= found and not [n for n in found if "helps" in n]
+    assert "mass transfer" in {m.name for m in mentions_of("Heat and mass transfer occurs in boilers.")}
+
+
+def test_a_verb_after_a_subject_with_its_prepositional_phrase_a_focus_word_or_after_let_make_help():
+    found = {m.name for m in mentions_of("Layers of silt cover the valley floor.")}
+    assert {"layers", "silt", "valley floor"} <= found and not [n for n in found if "cover" in n]
+    found = {m.name for m in mentions_of("Only the female wasps sting.")}
+    assert "female wasps" in found and not [n for n in found if "sting" in n]
+    found = {m.name for m in mentions_of("Rain makes the soil swell.")}
+    assert {"Rain", "soil"} <= found and not [n for n in found if "swell" in n]
+    found = {m.name for m in mentions_of("If the pipe bursts then water floods the cellar.")}
+    assert {"pipe", "water", "cellar"} <= found
+    found = {m.name for m in mentions_of("The flood left salt water in the fields.")}
+    assert "salt water" in found  # after a preposition, no subject: "from salt water"
+
+
+def test_latin_plurals_of_biology_are_plurals():
+    assert normalize("bacteria") == normalize("bacterium") == "bacterium"
+    assert normalize("flagella") == "flagellum"
+    found = {m.norm for m in mentions_of("Bacteria ferment the sugar.")}
+    assert {"bacterium", "sugar"} <= found and not [n for n in found if "ferment" in n]
+
+
+def test_a_verb_of_a_relative_clause_or_a_second_verb_after_and():
+    found = {m.name for m in mentions_of("Ships carry engines that burn diesel.")}
+    assert {"engines", "diesel"} <= found and not [n for n in found if "burn" in n]
+    found = {m.name for m in mentions_of("The press removes the husks and often cuts the stalks.")}
+    assert {"husks", "stalks"} <= found and not [n for n in found if "cuts" in n]
+    assert "water tanks" in {m.name for m in mentions_of("The quarry supplies stone and water tanks.")}
+    found = {m.name for m in mentions_of("Heavy grazing strips the hillsides.")}
+    assert "hillsides" in found and not [n for n in found if "strips" in n]
+
+
+def test_a_gerund_before_its_verb_is_the_subject():
+    found = {m.name for m in mentions_of("Intensive farming exhausts the soil.")}
+    assert {"Intensive farming", "soil"} <= found and not [n for n in found if "exhausts" in n]
+    assert "shoes" in {m.name for m in mentions_of("Running shoes wear out.")}
+
+
+def test_a_word_that_would_rather_be_the_verb_keeps_the_words_before_it_a_compound():
+    assert "Safety boots" in {m.name for m in mentions_of("Safety boots and goggles protect the workers.")}
+    assert "Cutting peat bricks" in {m.name for m in mentions_of("Cutting peat bricks warms the house.")}
+    found = {m.name for m in mentions_of("Rapid warming causes ice floes.")}
+    assert "ice floes" in found and not [n for n in found if "causes" in n]
+
+
+def test_a_clause_after_as_or_a_verb_after_a_preposition_leaves_the_word_before_a_noun_or_a_verb():
+    found = {m.name for m in mentions_of("The kit adds new tools, and better engine parts as they are released.")}
+    assert "engine parts" in found  # "as they are released" is a clause of its own
+    found = {m.name for m in mentions_of("Most algae drift by means of currents.")}
+    assert "currents" in found and not [n for n in found if "drift" in n]  # "means" after "by" is no verb
+
+
+def test_a_plural_wordnet_also_lists_as_an_adjective_is_a_noun_when_its_singular_is_no_adjective():
+    assert extraction.word_class("clouds") == "noun" and extraction.word_class("bats") == "noun"
+    assert extraction.word_class("sideways") == "adj"
+    assert "clouds" in {m.name for m in mentions_of("The rain falls from the clouds.")}
