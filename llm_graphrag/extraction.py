@@ -1732,10 +1732,11 @@ def _relative_verb(low, k, tokens):
     if k < 2 or low.endswith("s") or low.endswith(("ed", "ing")) and len(low) > 5 or not _can_be_verb(low):
         return False
     antecedent = tokens[k - 2][2].lower()
-    return (
-        antecedent.isalpha() and word_class(antecedent) != "verb" and not _maybe_verb(antecedent)
-        and _number(antecedent) == "plural" and _object_follows(low, k, tokens)
-    )
+    if not antecedent.isalpha() or word_class(antecedent) == "verb" or _number(antecedent) != "plural":
+        return False
+    if _maybe_verb(antecedent) and k >= 3 and (_singular_noun(tokens[k - 3][2]) or tokens[k - 3][2].endswith("ing")):
+        return False  # "the cooling causes that water ...": the -s word may be the verb, "that" a determiner
+    return _object_follows(low, k, tokens)
 
 
 def _coordinated_verb(low, k, tokens, text):

@@ -1737,6 +1737,8 @@ def test_latin_plurals_of_biology_are_plurals():
 def test_a_verb_of_a_relative_clause_or_a_second_verb_after_and():
     found = {m.name for m in mentions_of("Ships carry engines that burn diesel.")}
     assert {"engines", "diesel"} <= found and not [n for n in found if "burn" in n]
+    found = {m.name for m in mentions_of("Glaciers exert forces that crack the bedrock.")}
+    assert {"forces", "bedrock"} <= found and not [n for n in found if "crack" in n]
     found = {m.name for m in mentions_of("The press removes the husks and often cuts the stalks.")}
     assert {"husks", "stalks"} <= found and not [n for n in found if "cuts" in n]
     assert "water tanks" in {m.name for m in mentions_of("The quarry supplies stone and water tanks.")}
