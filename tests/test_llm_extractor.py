@@ -89,8 +89,9 @@ def test_llm_entities_and_relations_with_structured_output(tmp_path, fake_model)
     assert db.execute(
         "select surface, type, span_start, span_end, features from mentions where features like '%llm%' order by id"
     ).fetchall() == [
-        ("Mercury", "name", 0, 7, '{"llm": "fake-extractor"}'),
-        # the same span found by the name extractor: merged, features kept from both
+        # the same spans found by the concept and the name extractors ("orbits" is the
+        # sentence's verb, so "Mercury" is a phrase of its own): merged, features kept from both
+        ("Mercury", "name", 0, 7, '{"llm": "fake-extractor", "np": 1}'),
         ("Sun", "name", 30, 33, '{"capitalized": true, "llm": "fake-extractor"}'),
     ]
     assert db.execute(
