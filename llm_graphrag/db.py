@@ -3,7 +3,6 @@
 import contextlib
 import json
 import pathlib
-import threading
 
 try:  # The same module Datasette, sqlite-utils and llm pick when it is installed
     import pysqlite3 as sqlite3
@@ -206,60 +205,3 @@ def open_database(path, create=True):
             "or a new path to create one"
         ) from ex
     return db
-
-
-class ReadAside:
-    """``read(conn, *args)`` run in a thread on a connection of its own, over the database
-    as committed when this is made (the snapshot is taken here, before returning): SQLite
-    answers on another core while the caller's connection goes on, writes and commits
-    included. ``result()`` waits for the answer."""
-
-    def __init__(self, path, read, *args):
-        self._result = self._error = None
-        self._conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
-        try:
-            self._conn.execute("begin")
-            self._conn.execute("select count(*) from sqlite_master").fetchone()  # the snapshot: now
-        except BaseException:
-            self._conn.close()
-            raise
-        self._thread = threading.Thread(target=self._read, args=(read, args), daemon=True)
-        self._thread.start()
-
-    def _read(self, read, args):
-        try:
-            self._result = read(self._conn, *args)
-        except Exception as error:  # raised in the caller's thread, by ``result``
-            self._error = error
-        finally:
-            self._conn.close()
-
-    def result(self):
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-
-class _Done:
-    """A read made at once, where it could not be made aside (``read_aside``)."""
-
-    def __init__(self, value):
-        self._value = value
-
-    def result(self):
-        return self._value
-
-
-def read_aside(db, read, *args, committed=None):
-    """``read(conn, *args)`` over what ``db`` has committed, made aside (``ReadAside``) when
-    another connection can read the database meanwhile: it is in a file, in write-ahead-log
-    mode, and ``committed`` (default: no transaction is open on ``db``) tells that what
-    ``read`` reads is all committed. Otherwise it is made at once on ``db.conn``. Either
-    way, ``.result()`` is the answer."""
-    if committed is None:
-        committed = not db.conn.in_transaction
-    row = db.conn.execute("pragma database_list").fetchone()  # (seq, "main", file)
-    if committed and row and row[2] and db.conn.execute("pragma journal_mode").fetchone()[0] == "wal":
-        return ReadAside(row[2], read, *args)
-    return _Done(read(db.conn, *args))

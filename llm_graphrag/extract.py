@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from . import parallel, plugins
-from .db import ChangedMeanwhile, checkpoints_spaced, foreign_keys_off, read_aside
+from .db import ChangedMeanwhile, checkpoints_spaced, foreign_keys_off
 from .extraction import (
     ChunkText,
     ExtractionContext,
@@ -149,11 +149,10 @@ def _again_rounds(db, again, settings, workers, found=None, triggers_out=False):
         if not again:
             break
         log.info("again round %d: %d documents linked again", round_number, len(again))
-        before = read_aside(db, _links, again)  # read on another core while they are linked
+        before = _links(db, again)
         _, after = _run(
             db, _pending(db, again, True), settings, None, workers, found=found, relink=True, triggers_out=triggers_out,
         )
-        before = before.result()
         if after == again and _links(db, again) == before:
             break
         again = after
@@ -189,8 +188,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
         set_setting(db, RUN_SETTING, {"bulk": bulk, "doc_ids": refined, "last_entity": last_entity})
         if bulk and not triggers_out:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
-        # Read on another core while the documents are linked (``db.read_aside``).
-        named_before = read_aside(db, _naming_rows, doc_ids) if relink and not unfinished else None
+        named_before = _naming_rows(db, doc_ids) if relink and not unfinished else None
         # Names these documents had before an ingest took them back, taken by every run:
         # only the one that links right after that ingest's releases may use them.
         returning = take_returning_roots(db)
@@ -232,7 +230,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
                 if named_before is not None:
                     named_after = _naming_rows(db, doc_ids)
                     naming = sorted(
-                        ({row[0] for row in named_before.result() ^ named_after} | set(released) | {
+                        ({row[0] for row in named_before ^ named_after} | set(released) | {
                             e for (e,) in db.execute("select id from entities where id > ?", [last_entity])
                         }) & scope
                     )

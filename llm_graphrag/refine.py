@@ -27,10 +27,11 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import threading
 from collections import Counter, defaultdict
 from functools import lru_cache
 
-from .db import read_aside
+from .db import BUSY_TIMEOUT_MS, sqlite3
 from .extraction import GENERIC_TYPES
 from .linking import type_order
 from .relations import STATED_PREFIX, UNTYPED, fact_text
@@ -68,12 +69,11 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None, c
     narrows ``canonical_names`` further, to the entities whose row or mentions changed
     since they were last named (documents linked again: ``extract._naming_rows``).
     ``committed``: the caller's transaction has written nothing refinement reads yet, so
-    the whole graph's naming reads (``_naming_reads``) run meanwhile on a connection of
-    their own (``db.read_aside``), SQLite answering on another core: before naming,
-    refinement deletes only the mentions of generic entities, which are not named.
+    the whole graph's naming reads may run meanwhile on a connection of their own
+    (``_NamingReads``).
     """
     whole = doc_ids is None and entity_ids is None and naming_ids is None
-    aside = read_aside(db, _naming_reads, committed=True) if committed and whole else None
+    aside = _NamingReads.start(db) if committed and whole else None
     _set_scope(db, doc_ids, entity_ids)
     try:
         result = {"generic_entities": drop_generic_entities(db)}
@@ -94,7 +94,7 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None, c
         relation_values(db)
     finally:
         if aside is not None:  # its connection closed before the caller's commits
-            aside.result()
+            aside.join()
         db.conn.execute("drop table if exists temp.refine_scope")
         db.conn.execute("drop table if exists temp.naming_scope")
     return result
@@ -617,8 +617,8 @@ def canonical_names(db, embed_related=False, scope="refine_scope", aside=None):
     entity's home, defining it, plain text), the first in path order among equals. Each is
     a function of the mentions stored, whatever order documents were linked in. Facts that
     quote a renamed entity are rewritten, and their vectors and the entity's recomputed.
-    ``scope``: the temporary table of the entities to name. ``aside``: the whole graph's
-    ``_naming_reads``, read already (``db.read_aside``), which stand for this function's own.
+    ``scope``: the temporary table of the entities to name. ``aside``: a ``_NamingReads`` of the
+    whole graph, whose reads stand for this function's own.
     """
     if aside is not None:
         (counts, surfaces, titled, own, mention_types), best = aside.result()
@@ -718,10 +718,51 @@ def _mention_names(conn, scope_sql):
     return counts, surfaces, titled, own, mention_types
 
 
-def _naming_reads(conn):
-    """``(_mention_names, _best_candidates)`` of the whole graph, read on ``conn``."""
-    scope = "select id from entities"
-    return _mention_names(conn, scope), _best_candidates(conn, "mentions m not indexed", scope)
+class _NamingReads:
+    """The whole graph's naming reads (``_mention_names``, ``_best_candidates``), made in a
+    thread on a connection of its own while the refinements before naming run on the
+    caller's: SQLite computes them on another core. That connection reads the graph as
+    last committed, the one refined when the caller's transaction wrote nothing yet
+    (``refine_graph``'s ``committed``); before naming, refinement deletes only the
+    mentions of generic entities, which are not named."""
+
+    def __init__(self, path):
+        self._result = self._error = None
+        self._thread = threading.Thread(target=self._read, args=(path,), daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def start(cls, db):
+        """The reads, started; None for a database no other connection can read meanwhile
+        (in memory, or not in write-ahead-log mode)."""
+        row = db.conn.execute("pragma database_list").fetchone()  # (seq, "main", file)
+        if not row or not row[2] or db.conn.execute("pragma journal_mode").fetchone()[0] != "wal":
+            return None
+        return cls(row[2])
+
+    def _read(self, path):
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            try:
+                conn.execute("begin")  # one snapshot for both
+                scope = "select id from entities"
+                self._result = (_mention_names(conn, scope), _best_candidates(conn, "mentions m not indexed", scope))
+                conn.execute("commit")
+            finally:
+                conn.close()
+        except Exception as error:  # raised in the caller's thread, by ``result``
+            self._error = error
+
+    def result(self):
+        """``(_mention_names, _best_candidates)`` of the whole graph."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def join(self):
+        self._thread.join()
+
 
 MAX_ALIASES = 50
 
