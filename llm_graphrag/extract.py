@@ -217,8 +217,8 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
         # the entities the documents mention, and those they mentioned before).
         with db.atomic():
             released = take_deferred(db)  # entities rewritten documents mentioned before
-            if bulk:  # nothing written yet that refinement reads (``take_deferred``: a setting)
-                refine_graph(db, settings, committed=True)
+            if bulk:
+                refine_graph(db, settings)
                 orphaned = _orphaned(db)
             else:
                 mentioned = [e for (e,) in db.execute(

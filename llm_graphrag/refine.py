@@ -27,11 +27,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import threading
 from collections import Counter, defaultdict
 from functools import lru_cache
 
-from .db import BUSY_TIMEOUT_MS, sqlite3
 from .extraction import GENERIC_TYPES
 from .linking import type_order
 from .relations import STATED_PREFIX, UNTYPED, fact_text
@@ -60,7 +58,7 @@ def stop_norms():
     return words | {normalize(w) for w in words}
 
 
-def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None, committed=False):
+def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None):
     """Run every refinement over ``db`` (inside the caller's transaction); returns counts.
 
     ``doc_ids`` limits it to the entities those documents mention (and their edges), for
@@ -68,12 +66,7 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None, c
     mentions when a document went); neither refines the whole graph. ``naming_ids``
     narrows ``canonical_names`` further, to the entities whose row or mentions changed
     since they were last named (documents linked again: ``extract._naming_rows``).
-    ``committed``: the caller's transaction has written nothing refinement reads yet, so
-    the whole graph's naming reads may run meanwhile on a connection of their own
-    (``_NamingReads``).
     """
-    whole = doc_ids is None and entity_ids is None and naming_ids is None
-    aside = _NamingReads.start(db) if committed and whole else None
     _set_scope(db, doc_ids, entity_ids)
     try:
         result = {"generic_entities": drop_generic_entities(db)}
@@ -89,12 +82,10 @@ def refine_graph(db, settings, doc_ids=None, entity_ids=None, naming_ids=None, c
             db.conn.executemany("insert into temp.naming_scope values (?)", [(e,) for e in naming_ids])
         result["renamed"] = canonical_names(
             db, embed_related=getattr(settings, "embed_related_facts", False),
-            scope="naming_scope" if naming_ids is not None else "refine_scope", aside=aside,
+            scope="naming_scope" if naming_ids is not None else "refine_scope",
         )
         relation_values(db)
     finally:
-        if aside is not None:  # its connection closed before the caller's commits
-            aside.join()
         db.conn.execute("drop table if exists temp.refine_scope")
         db.conn.execute("drop table if exists temp.naming_scope")
     return result
@@ -605,7 +596,7 @@ def _evidence_trigger_off(db, ids):
 # Canonical names
 
 
-def canonical_names(db, embed_related=False, scope="refine_scope", aside=None):
+def canonical_names(db, embed_related=False, scope="refine_scope"):
     """Name, alias and describe every entity from all its current mentions; returns how
     many entities were renamed.
 
@@ -617,15 +608,42 @@ def canonical_names(db, embed_related=False, scope="refine_scope", aside=None):
     entity's home, defining it, plain text), the first in path order among equals. Each is
     a function of the mentions stored, whatever order documents were linked in. Facts that
     quote a renamed entity are rewritten, and their vectors and the entity's recomputed.
-    ``scope``: the temporary table of the entities to name. ``aside``: a ``_NamingReads`` of the
-    whole graph, whose reads stand for this function's own.
+    ``scope``: the temporary table of the entities to name.
     """
-    if aside is not None:
-        (counts, surfaces, titled, own, mention_types), best = aside.result()
-        described = _best_descriptions(db, scope, best)
-    else:
-        counts, surfaces, titled, own, mention_types = _mention_names(db.conn, f"select entity_id from temp.{scope}")
-        described = _best_descriptions(db, scope)
+    counts = defaultdict(Counter)
+    surfaces = defaultdict(Counter)
+    titled = defaultdict(Counter)  # the same, of mentions with no span (a title's subject)
+    own = defaultdict(Counter)  # (spanned, name) of mentions of the entity's own norm
+    # An entity's type: its own if a mention has it, else (a generic entity, or one whose
+    # mentions of its type went) the first of its mentions' types in linking.type_order.
+    mention_types = {}
+    # Names and surfaces from the mentions with a span, types from all: one pass for both.
+    for entity_id, typ, name, surface, n, spanned, of_own in db.execute(
+        f"""
+        select m.entity_id, m.type, json_extract(m.meta, '$.name'), m.surface, count(*),
+          m.span_start is not null, json_extract(m.meta, '$.norm') = e.norm
+        from mentions m join entities e on e.id = m.entity_id
+        where m.entity_id in (select entity_id from temp.{scope})
+          and m.features not like '%"coref": true%'
+        group by 1, 2, 3, 4, 6, 7
+        """
+    ):
+        types = mention_types.setdefault(entity_id, [])
+        if typ not in types:
+            types.append(typ)
+        if name and of_own:
+            own[entity_id][(spanned, name)] += n
+        if not spanned:
+            if name:
+                titled[entity_id][name] += n
+            continue
+        if name:
+            counts[entity_id][name] += n
+            surfaces[entity_id][name] += n
+        surface = " ".join((surface or "").split())
+        if surface and surface != name:
+            surfaces[entity_id][surface] += n
+    described = _best_descriptions(db, scope)
     renamed, changed, retyped = {}, [], []
     for entity_id, typ, name, aliases, description, meta in db.execute(
         "select id, type, name, aliases, description, meta from entities "
@@ -679,105 +697,38 @@ def canonical_names(db, embed_related=False, scope="refine_scope", aside=None):
     return len(renamed)
 
 
-def _mention_names(conn, scope_sql):
-    """What ``canonical_names`` reads of the mentions of the entities ``scope_sql`` selects:
-    ``(counts, surfaces, titled, own, mention_types)``, each by entity id."""
-    counts = defaultdict(Counter)
-    surfaces = defaultdict(Counter)
-    titled = defaultdict(Counter)  # the same, of mentions with no span (a title's subject)
-    own = defaultdict(Counter)  # (spanned, name) of mentions of the entity's own norm
-    # An entity's type: its own if a mention has it, else (a generic entity, or one whose
-    # mentions of its type went) the first of its mentions' types in linking.type_order.
-    mention_types = {}
-    # Names and surfaces from the mentions with a span, types from all: one pass for both.
-    for entity_id, typ, name, surface, n, spanned, of_own in conn.execute(
-        f"""
-        select m.entity_id, m.type, json_extract(m.meta, '$.name'), m.surface, count(*),
-          m.span_start is not null, json_extract(m.meta, '$.norm') = e.norm
-        from mentions m join entities e on e.id = m.entity_id
-        where m.entity_id in ({scope_sql})
-          and m.features not like '%"coref": true%'
-        group by 1, 2, 3, 4, 6, 7
-        """
-    ):
-        types = mention_types.setdefault(entity_id, [])
-        if typ not in types:
-            types.append(typ)
-        if name and of_own:
-            own[entity_id][(spanned, name)] += n
-        if not spanned:
-            if name:
-                titled[entity_id][name] += n
-            continue
-        if name:
-            counts[entity_id][name] += n
-            surfaces[entity_id][name] += n
-        surface = " ".join((surface or "").split())
-        if surface and surface != name:
-            surfaces[entity_id][surface] += n
-    return counts, surfaces, titled, own, mention_types
-
-
-class _NamingReads:
-    """The whole graph's naming reads (``_mention_names``, ``_best_candidates``), made in a
-    thread on a connection of its own while the refinements before naming run on the
-    caller's: SQLite computes them on another core. That connection reads the graph as
-    last committed, the one refined when the caller's transaction wrote nothing yet
-    (``refine_graph``'s ``committed``); before naming, refinement deletes only the
-    mentions of generic entities, which are not named."""
-
-    def __init__(self, path):
-        self._result = self._error = None
-        self._thread = threading.Thread(target=self._read, args=(path,), daemon=True)
-        self._thread.start()
-
-    @classmethod
-    def start(cls, db):
-        """The reads, started; None for a database no other connection can read meanwhile
-        (in memory, or not in write-ahead-log mode)."""
-        row = db.conn.execute("pragma database_list").fetchone()  # (seq, "main", file)
-        if not row or not row[2] or db.conn.execute("pragma journal_mode").fetchone()[0] != "wal":
-            return None
-        return cls(row[2])
-
-    def _read(self, path):
-        try:
-            conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-            try:
-                conn.execute("begin")  # one snapshot for both
-                scope = "select id from entities"
-                self._result = (_mention_names(conn, scope), _best_candidates(conn, "mentions m not indexed", scope))
-                conn.execute("commit")
-            finally:
-                conn.close()
-        except Exception as error:  # raised in the caller's thread, by ``result``
-            self._error = error
-
-    def result(self):
-        """``(_mention_names, _best_candidates)`` of the whole graph."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-    def join(self):
-        self._thread.join()
-
-
 MAX_ALIASES = 50
 
 
-def _best_descriptions(db, scope="refine_scope", best=None):
+def _best_descriptions(db, scope="refine_scope"):
     """``{entity id: (sentence, {"defined": .., "home": ..})}``: the best description
-    candidate among the mentions of the entities in scope (see ``canonical_names``);
-    ``best``: those candidates, read already (``_best_candidates``)."""
+    candidate among the mentions of the entities in scope (see ``canonical_names``)."""
     from .extraction import description_text
 
-    if best is None:
-        # A scope of most entities reads the mentions in the table's order (``not indexed``):
-        # through the entity index every row was read out of order, and it took 2.6 times as long.
-        mentions = "mentions m not indexed" if _most_entities(db, scope) else "mentions m"
-        best = _best_candidates(db.conn, mentions, f"select entity_id from temp.{scope}")
+    # The best candidate of each entity picked here, not by a window function over them
+    # all (sorting every candidate took most of the refinement's time); the chunks' text
+    # is read for the best ones only. Each document marks one candidate per entity, and
+    # paths are unique, so there are no ties: the same pick as ordering them in SQL.
+    # Only the rank (the array's first number) is read of each candidate, the sentence's
+    # bounds decoded for the best ones: decoding every candidate's JSON took a third of this.
+    # A scope of most entities reads the mentions in the table's order (``not indexed``):
+    # through the entity index every row was read out of order, and it took 2.6 times as long.
+    mentions = "mentions m not indexed" if _most_entities(db, scope) else "mentions m"
+    best = {}
+    for entity_id, describes, path, seq, span_start, chunk_id in db.execute(
+        f"""
+        select m.entity_id, json_extract(m.meta, '$.describes'), d.path, c.seq, m.span_start, m.chunk_id
+        from {mentions} join chunks c on c.id = m.chunk_id join docs d on d.id = m.doc_id
+        where m.entity_id in (select entity_id from temp.{scope})
+          and m.meta like '%"describes"%'
+        """
+    ):
+        if describes is None:
+            continue
+        key = (-int(describes[1 : describes.index(",")]), path, seq, span_start)
+        held = best.get(entity_id)
+        if held is None or key < held[0]:
+            best[entity_id] = (key, chunk_id, describes)
     contents = {}
     for batch in _batches(sorted({chunk_id for _, chunk_id, _ in best.values()})):
         contents.update(db.execute(
@@ -791,33 +742,6 @@ def _best_descriptions(db, scope="refine_scope", best=None):
             {"defined": bool(-key[0] & 2), "home": bool(-key[0] & 4)},
         )
     return described
-
-
-def _best_candidates(conn, mentions, scope_sql):
-    """``{entity id: (key, chunk id, candidate)}``: of each entity ``scope_sql`` selects,
-    the best description candidate its ``mentions`` (the table, as the query names it) offer."""
-    # The best candidate of each entity picked here, not by a window function over them
-    # all (sorting every candidate took most of the refinement's time); the chunks' text
-    # is read for the best ones only. Each document marks one candidate per entity, and
-    # paths are unique, so there are no ties: the same pick as ordering them in SQL.
-    # Only the rank (the array's first number) is read of each candidate, the sentence's
-    # bounds decoded for the best ones: decoding every candidate's JSON took a third of this.
-    best = {}
-    for entity_id, describes, path, seq, span_start, chunk_id in conn.execute(
-        f"""
-        select m.entity_id, json_extract(m.meta, '$.describes'), d.path, c.seq, m.span_start, m.chunk_id
-        from {mentions} join chunks c on c.id = m.chunk_id join docs d on d.id = m.doc_id
-        where m.entity_id in ({scope_sql})
-          and m.meta like '%"describes"%'
-        """
-    ):
-        if describes is None:
-            continue
-        key = (-int(describes[1 : describes.index(",")]), path, seq, span_start)
-        held = best.get(entity_id)
-        if held is None or key < held[0]:
-            best[entity_id] = (key, chunk_id, describes)
-    return best
 
 
 def _most_entities(db, scope):
