@@ -192,6 +192,18 @@ def test_a_short_capitalised_name_is_no_stop_word(tmp_path):
     assert "Us" not in names and "us" not in names
 
 
+def _extracted(folder, rows):
+    """A database in ``folder`` of one-chunk documents ``(path, title, text)``, extracted."""
+    db = open_database(folder / "graphrag.db")
+    set_setting(db, "extract", {"ner": "off"})
+    with db.atomic():
+        for doc_id, (path, title, text) in enumerate(rows, 1):
+            db["docs"].insert({"id": doc_id, "path": path, "title": title, "hash": f"h{doc_id}"})
+            db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
+    extract_and_link(db)
+    return db
+
+
 def test_description_is_the_best_candidate_whatever_the_order(tmp_path):
     """An entity's description is its best candidate over all documents: a sentence from
     its home (a title naming it) over one that defines it, over any other; the first in
@@ -205,13 +217,7 @@ def test_description_is_the_best_candidate_whatever_the_order(tmp_path):
 
     def described(folder, rows):
         (tmp_path / folder).mkdir()
-        db = open_database(tmp_path / folder / "graphrag.db")
-        set_setting(db, "extract", {"ner": "off"})
-        with db.atomic():
-            for doc_id, (path, title, text) in enumerate(rows, 1):
-                db["docs"].insert({"id": doc_id, "path": path, "title": title, "hash": f"h{doc_id}"})
-                db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
-        extract_and_link(db)
+        db = _extracted(tmp_path / folder, rows)
         return db.execute("select description, meta from entities where norm = 'tidepool'").fetchall()
 
     defined = [("`tidepool` is a queue of water samples.", '{"defined": true, "home": false}')]
@@ -223,13 +229,7 @@ def test_description_is_the_best_candidate_whatever_the_order(tmp_path):
 
 
 def _descriptions(tmp_path, rows, norms):
-    db = open_database(tmp_path / "graphrag.db")
-    set_setting(db, "extract", {"ner": "off"})
-    with db.atomic():
-        for doc_id, (path, title, text) in enumerate(rows, 1):
-            db["docs"].insert({"id": doc_id, "path": path, "title": title, "hash": f"h{doc_id}"})
-            db["chunks"].insert({"doc_id": doc_id, "seq": 0, "content": text})
-    extract_and_link(db)
+    db = _extracted(tmp_path, rows)
     marks = ",".join("?" * len(norms))
     return dict(db.execute(f"select norm, description from entities where norm in ({marks})", norms))
 
