@@ -16,6 +16,7 @@ import datetime
 import functools
 import json
 import logging
+import operator
 import os
 import re
 from collections import Counter
@@ -31,7 +32,7 @@ from .extraction import (
     description_text,
     finish_mentions,
     heading_lines,
-    lemma,
+    heading_names,
     normalize,
     salient_terms,
     subject_mention,
@@ -1181,8 +1182,6 @@ class _Found:
         self.describes = None  # (rank, sentence start, end) when it describes its entity best here
 
 
-
-
 def _description_candidate(record, defining, chunk, spans):
     """``(rank, sentence start, sentence end)``: the sentence a mention offers as its
     entity's description, in its chunk, or None. ``defining``: whether the mention's
@@ -1281,12 +1280,11 @@ def _at_home(norm, chunk, position=None):
         return False
     headings = _chunk_headings(chunk.text) if position is not None else ()
     if headings and headings[0][0] <= position:
-        return norm in headings[bisect.bisect_right(headings, position, key=_start_of) - 1][1]
+        return norm in headings[bisect.bisect_right(headings, position, key=_HEADING_START) - 1][1]
     return bool(names[1]) and norm in names[1][-1]
 
 
-def _start_of(heading):
-    return heading[0]
+_HEADING_START = operator.itemgetter(0)  # a heading's start in ``_chunk_headings``
 
 
 @functools.lru_cache(maxsize=64)
@@ -1303,37 +1301,6 @@ def _home_names(title, headings):
     if subject is not None:
         exact.add(subject.norm)
     return exact, tuple(heading_names(h) for h in headings)
-
-
-@functools.lru_cache(maxsize=16_384)
-def heading_names(heading):
-    """The norms of every run of whole words of ``heading`` (as ``normalize`` keys a name
-    of those words): the names the heading holds. "Context managers and decorators" holds
-    ``decorator``; "ContextDecorator" and "Dataclasses" hold no ``decorator``, ``class``."""
-    tokens = _NORM_TOKEN.findall(heading)
-    names = set()
-    for i in range(len(tokens)):
-        prefix = ""
-        for token in tokens[i:]:
-            names.update(prefix + form for form in _last_word_forms(token))
-            prefix += token.lower()
-    return frozenset(names)
-
-
-def _last_word_forms(token):
-    """How ``normalize`` may key ``token`` as a name's last word: as written (a code name),
-    and lemmatized as a word (capitalized too: headings capitalize their first word, so
-    "Decorators" holds ``decorator``), or an upper-case plural ("APIs") singular."""
-    low = token.lower()
-    forms = {low}
-    if token.isalpha() and token[1:].islower():
-        forms.add(lemma(low))
-    elif len(token) > 2 and token.endswith("s") and token[:-1].isupper():
-        forms.add(low[:-1])
-    return forms
-
-
-_NORM_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # as ``normalize`` splits a name
 
 
 def _add_relation(relations, src, dst, rel, confidence, chunk_id, sentence, extractor):
@@ -1576,8 +1543,6 @@ def _relation_rows(conn, keys, size=256):
         ):
             found[(src_id, dst_id, rel)] = (relation_id, evidence_count)
     return found
-
-
 
 
 def _held_rows(conn, keys, size=256):

@@ -360,16 +360,41 @@ def normalize(surface, type=None):
     tokens = _NORM_TOKEN.findall(surface)
     if not tokens:
         return ""
-    last = tokens[-1]
     if type not in ("code", "standard", "id", "DATE", "step"):
-        if last.islower() and last.isalpha():
-            tokens[-1] = lemma(last)
-        elif len(last) > 2 and last.endswith("s") and last[:-1].isupper():
-            tokens[-1] = last[:-1]
+        tokens[-1] = _last_word_key(tokens[-1])
     key = "".join(tokens).lower()
     # Lower case can add marks that are not alphanumeric ("İ" -> "i̇"): dropped as in the
     # surface, so a key normalizes to itself.
     return key if key.isalnum() else "".join(_NORM_TOKEN.findall(key))
+
+
+def _last_word_key(last):
+    """A name's last word as ``normalize`` keys it: a lower-case word lemmatized, an
+    upper-case plural ("APIs") singular, anything else as written."""
+    if last.islower() and last.isalpha():
+        return lemma(last)
+    if len(last) > 2 and last.endswith("s") and last[:-1].isupper():
+        return last[:-1]
+    return last
+
+
+@lru_cache(maxsize=16_384)
+def heading_names(heading):
+    """The norms of every run of whole words of ``heading``, as ``normalize`` keys a name
+    of those words (of any type; a capitalized last word lemmatized too, as headings
+    capitalize their first word): the names the heading holds. "Context managers and
+    decorators" holds ``decorator``; "ContextDecorator" and "Dataclasses" hold no
+    ``decorator``, ``class``."""
+    tokens = _NORM_TOKEN.findall(heading)
+    names = set()
+    for i in range(len(tokens)):
+        prefix = ""
+        for token in tokens[i:]:
+            low = token.lower()
+            names.add(prefix + low)
+            names.add(prefix + _last_word_key(low if low[1:] == token[1:] else token).lower())
+            prefix += low
+    return frozenset(names)
 
 
 def concept_name(words):

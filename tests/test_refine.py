@@ -250,7 +250,7 @@ def test_a_glossary_entry_describes_its_term(tmp_path):
 def test_a_heading_is_home_to_the_words_it_holds_whole(tmp_path):
     """A section is the home of what its heading names in whole words: "Rindless cheeses"
     is no home of ``rind`` (its sentence loses to one that defines a rind), "Rinds" is."""
-    from llm_graphrag.extract import heading_names
+    from llm_graphrag.extraction import heading_names
 
     assert "rind" not in heading_names("Rindless cheeses")
     assert {"rind", "rinds"} <= heading_names("Rinds")
