@@ -175,8 +175,14 @@ def ingest(
     from .ingest import ingest_docs
     from .loaders import expand_paths
 
-    files, path_errors = expand_paths(list(paths), follow_symlinks=follow_symlinks)
-    if not files and len(path_errors) == len(paths):  # nothing to read: leave the database be
+    skipped = []
+    files, path_errors = expand_paths(list(paths), follow_symlinks=follow_symlinks, skipped=skipped)
+    # A path as given that could not be read (missing, a glob matching nothing, an
+    # unsupported file named) is a mistake in the command: when no path can be read the
+    # database is left be; else exit status 1 once the rest is ingested. A bad file found
+    # in a folder is reported and the status stays 0.
+    given = {e["path"] for e in path_errors} & set(paths)
+    if given == set(paths):  # every path given is unreadable: no files either
         raise click.ClickException(
             "nothing to ingest: " + "; ".join(f"{e['path']}: {e['error']}" for e in path_errors)
         )
@@ -188,6 +194,7 @@ def ingest(
     kwargs = dict(
         tags=list(tags), skip_if_seen=not force, prune=prune, extract=not no_extract,
         workers=workers, include=include, follow_symlinks=follow_symlinks,
+        expanded=(files, path_errors, skipped),
     )
     if show_bar:
         with click.progressbar(
@@ -199,10 +206,6 @@ def ingest(
     else:
         result = ingest_docs(db, list(paths), **kwargs)
     data = result.to_dict()
-    # A path as given that could not be read (missing, a glob matching nothing, an
-    # unsupported file named) is a mistake in the command: exit status 1 once the rest is
-    # ingested. A bad file found in a folder is reported and the status stays 0.
-    given = {e["path"] for e in path_errors} & set(paths)
     if as_json:
         echo_json(data)
         if given:

@@ -94,6 +94,7 @@ def ingest_docs(
     roots=None,
     within=None,
     follow_symlinks=False,
+    expanded=None,
 ):
     """Ingest files, folders and globs into ``db``; the engine behind every face.
 
@@ -113,7 +114,9 @@ def ingest_docs(
     in ``skipped_files`` without being opened. ``within`` (the HTTP and MCP faces'
     ``ingest_roots``) confines reading to those folders: a file that resolves outside them
     is an error starting "refused:", checked again when it is read. Files over the
-    database's ``limits`` (``limits.py``) are errors naming the limit. With ``extract``,
+    database's ``limits`` (``limits.py``) are errors naming the limit. ``expanded``: the
+    ``(files, errors, skipped)`` a caller's own ``expand_paths`` of ``paths`` found (the
+    CLI's, which checks them first), so they are not walked twice. With ``extract``,
     what a run that died left undone for the files is finished too
     (``extract.unfinished_work``): a run killed anywhere, run again, stores what one
     uninterrupted run stores. Files are loaded in path order, each document's
@@ -124,9 +127,13 @@ def ingest_docs(
     """
     started = _now()
     result = IngestResult()
-    files, errors = expand_paths(
-        paths, within=within, follow_symlinks=follow_symlinks, skipped=result.skipped_files
-    )
+    if expanded is None:
+        files, errors = expand_paths(
+            paths, within=within, follow_symlinks=follow_symlinks, skipped=result.skipped_files
+        )
+    else:
+        files, errors, skipped = expanded
+        result.skipped_files.extend(skipped)
     result.errors.extend(errors)
     embedder = embedder_for(db)
     unknown = set(include) - set(GENERATED_KINDS)
