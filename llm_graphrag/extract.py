@@ -1192,7 +1192,9 @@ def _description_candidate(record, defining, chunk, spans):
     it, a section whose heading does in whole words, or the paragraph after an API
     signature such as ``class `CsrfViewMiddleware`:``) counts 4, a sentence that defines
     it ("X is a ...") 2, any sentence of the text that is not a heading, a pronoun's or
-    the name alone 1; a glossary's entry ranks 6, below an API entry's paragraph.
+    the name alone 1; a glossary's entry ranks 6, below an API entry's paragraph. A
+    heading that names it at home offers its section's first sentence of prose
+    (``_section_lead``), as a plain sentence there (5); else the heading itself (4).
     ``refine.canonical_names`` takes the best over all current mentions, the first in
     path and text order among equals.
     """
@@ -1208,12 +1210,48 @@ def _description_candidate(record, defining, chunk, spans):
         return 4 + 2, s_start, s_end
     else:
         home = _at_home(record[_NORM], chunk, record[_START])
+        heading = _heading_at(chunk.text, record[_START]) if home and record[_IN_HEADING] else None
+        if heading is not None:  # what the heading names, its section's first sentence says
+            lead = _section_lead(chunk.text, spans, heading[2], heading[3])
+            return (4 + 1, *lead) if lead is not None else (4, heading[0], heading[1])
     s_start, s_end = spans[index]
     plain = not record[_IN_HEADING] and not record[_COREF]
     if plain:
         description, heading = _sentence_description(chunk.text, s_start, s_end)
         plain = not (heading or description == record[_NAME])  # as _weak judges it
     return 4 * home + 2 * defining + plain, s_start, s_end
+
+
+def _heading_at(text, position):
+    """``(start, end of its text, end, start of the next)`` of the heading of ``text`` that
+    holds ``position``, or None."""
+    headings = _chunk_headings(text)
+    at = bisect.bisect_right(headings, position, key=_HEADING_START) - 1
+    if at < 0 or headings[at][3] < position:
+        return None
+    start, _, text_end, end = headings[at]
+    return start, text_end, end, headings[at + 1][0] if at + 1 < len(headings) else len(text)
+
+
+def _section_lead(text, spans, after, stop, look=3):
+    """``(start, end)`` of the first sentence of prose of the section between ``after`` (its
+    heading's end) and ``stop``: one of six words or more that ends as a sentence or an
+    introduction does, among the ``look`` sentences (``spans``) it opens with. Short lines
+    before it are passed over (a "Source code: Lib/json.py" line, a "New in version 3.2."
+    note); a list item or an API signature first means the section has no lead of its own
+    (None), as does nothing but short lines."""
+    first = bisect.bisect_left(spans, (after,))
+    for start, end in spans[first : first + look]:
+        if start >= stop or _NO_LEAD.match(text, start) or _SIGNATURE.fullmatch(text, start, end):
+            return None
+        description = _sentence_description(text, start, end)[0]
+        if description and description[-1] in ".!?:" and len(description.split()) >= 6:
+            return start, end
+    return None
+
+
+# A list item or a directive (".. function:: ceil(x)") where a section's lead would be.
+_NO_LEAD = re.compile(r"\s*(?:[-*+]|\d+[.)]|\.\.)\s")
 
 
 def _entry_term(text, start, end):
@@ -1289,8 +1327,12 @@ _HEADING_START = operator.itemgetter(0)  # a heading's start in ``_chunk_heading
 
 @functools.lru_cache(maxsize=64)
 def _chunk_headings(text):
-    """``[(start, names of the heading)]`` of the headings in ``text``, in order."""
-    return [(m.start(), heading_names(m.group(1) or m.group(2))) for m in heading_lines(text)]
+    """``[(start, names of the heading, end of its text, end)]`` of the headings in ``text``,
+    in order (an underlined heading's text ends before its underline)."""
+    return [
+        (m.start(), heading_names(m.group(1) or m.group(2)), m.end(1) if m.group(1) else m.end(2), m.end())
+        for m in heading_lines(text)
+    ]
 
 
 @functools.lru_cache(maxsize=4096)

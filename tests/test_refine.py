@@ -266,6 +266,28 @@ def test_a_heading_is_home_to_the_words_it_holds_whole(tmp_path):
     }
 
 
+
+def test_a_section_lead_describes_what_its_heading_names(tmp_path):
+    """What a heading names at home is described by its section's first sentence of prose,
+    not by the heading: short lines before it are passed over, and the next section's lead
+    is never taken (a heading of code only is no sentence). A section that opens with a
+    list has no lead of its own: its heading stays."""
+    text = (
+        "# Brine baths\n\nSource: cellar notes\n\n"
+        "A tank of salted water firms a young cheese in a single day.\n\n"
+        "#### `curdle_fast`\n\nFor example:\n\n"
+        "#### `curdle_slow`\n\nTurns the milk over a whole night at a low warmth.\n\n"
+        "# Cellar rules\n\n- Keep the door shut.\n- Turn each wheel weekly.\n"
+    )
+    rows = [("/docs/a.md", "Cheesemaking", text)]
+    assert _descriptions(tmp_path, rows, ["brinebath", "curdlefast", "curdleslow", "cellarrule"]) == {
+        "brinebath": "A tank of salted water firms a young cheese in a single day.",
+        "curdlefast": "#### `curdle_fast`",
+        "curdleslow": "Turns the milk over a whole night at a low warmth.",
+        "cellarrule": "# Cellar rules",
+    }
+
+
 STATED = [
     "Tomas Berg repaired the Harbour Bridge.",
     "Tomas Berg photographed the Harbour Bridge.",
