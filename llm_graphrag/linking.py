@@ -10,6 +10,7 @@ description, near the mention's) are not looked for: that vector changes as ment
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,6 +181,39 @@ def one_thing(a, b):
     return all(word_class(w) in NAME_WORD_CLASSES for w in set(a) ^ set(b))
 
 
+def _common_noun_phrase(name):
+    """Whether ``name`` is written as a common noun phrase, in lower case ("environment
+    variable"): a fuller name with more words ("Python environment variables") names a
+    narrower kind of it, not the same thing, as a fuller name of a name does ("Python
+    Package Index" of "Package Index")."""
+    return name.islower()
+
+
+def _identifiers_differ(a, b, acronyms=True):
+    """Whether the words in which names ``a`` and ``b`` differ hold an identifier
+    (``FTP_TLS.prot_p``, ``T_OBJECT_EX``) or, with ``acronyms``, an acronym
+    (``EPFNOSUPPORT``, "HTTPS"): one character apart, those name other things, where a
+    word of prose so written is a misspelling ("Pyhton"). A plural "s" is no difference
+    ("C APIs"). Without ``acronyms``, for names sharing most words: an acronym added
+    ("HTTP Basic Authentication") may make a fuller name, another identifier may not."""
+    pattern = _IDENTIFIER if acronyms else _CODE_WORD
+    mine, theirs = a.split(), b.split()
+    if len(mine) == len(theirs):
+        pairs = [(x, y) for x, y in zip(mine, theirs) if x.lower() != y.lower()]
+        return any(
+            pattern.search(x) or pattern.search(y) for x, y in pairs if x + "s" != y and y + "s" != x
+        )
+    shared = {w.lower() for w in mine} & {w.lower() for w in theirs}
+    return any(pattern.search(w) for w in mine + theirs if w.lower() not in shared)
+
+
+# A word of code: joined by "_" or "." ("T_OBJECT", "FTP_TLS.prot_p"), or a capital after
+# a small letter (CamelCase); with an acronym: two capitals and no small letter ("HTTPS",
+# "EBCDIC-CP-HE").
+_CODE_WORD = re.compile(r"\w[_.]\w|[a-z][A-Z]")
+_IDENTIFIER = re.compile(_CODE_WORD.pattern + r"|^[^a-z]*[A-Z][^a-z]*[A-Z][^a-z]*$")
+
+
 def fuzzy_order(norm):
     """Which of two near-identical names a mention of the other may link to: the one
     first in this order (the longer, the fuller name, then alphabetical), so two names
@@ -329,7 +363,9 @@ class Linker:
                     entity = self.entities.get(entity_id)
                     if entity and edit_distance_at_most_one(norm, entity.norm):
                         other = entity.key.split()
-                        if len(other) == len(words) or one_thing(words, other):
+                        if (len(other) == len(words) or one_thing(words, other)) and not _identifiers_differ(
+                            name, entity.own_name
+                        ):
                             found.add(entity_id)
         tokens = set(words)
         if len(tokens) > 1:
@@ -342,7 +378,10 @@ class Linker:
                     counts[entity_id] = counts.get(entity_id, 0) + 1
             for entity_id, shared in counts.items():
                 entity = self.entities[entity_id]
-                if shared / len(tokens | entity.tokens) >= JACCARD_MIN and one_thing(words, entity.key.split()):
+                other = entity.key.split()
+                if shared / len(tokens | entity.tokens) >= JACCARD_MIN and one_thing(words, other) and not (
+                    len(other) != len(words) and _common_noun_phrase(name if len(words) < len(other) else entity.own_name)
+                ) and not _identifiers_differ(name, entity.own_name, acronyms=False):
                     found.add(entity_id)
         near = []
         for entity_id in found:

@@ -157,6 +157,43 @@ def test_a_fuller_name_takes_only_a_name_of_the_same_thing(fuller, name, links):
     assert one_thing(key_text(fuller).split(), key_text(name).split()) is links
 
 
+def test_a_common_noun_phrase_is_not_taken_by_a_fuller_name():
+    """A name written in lower case is a common noun phrase: a fuller name adding words to
+    it names a narrower kind ("Python environment variables" of "environment variable"),
+    where a fuller name of a name is the same thing ("Package Index")."""
+    embedder = FakeEmbedder({"*": [1.0, 0.0]})
+    fuller = Entity(1, "name", "Python environment variables", "pythonenvironmentvariable", ["Python environment variables"])
+    linker = Linker([fuller], embedder=embedder, next_id=2)
+    entity, _, created = linker.link(mention("environment variable", type="term"))
+    assert (entity.id, created) == (2, True)
+    assert linker.absorbed_by(fuller) == []
+    assert linker.link(mention("Environment Variable"))[0] is fuller
+
+
+@pytest.mark.parametrize(
+    "name,other,links",
+    [
+        ("FTP_TLS.prot_c", "FTP_TLS.prot_p", False),  # code
+        ("EAFNOSUPPORT", "EPFNOSUPPORT", False),  # an acronym
+        ("EBCDIC-CP-BE", "EBCDIC-CP-HE", False),
+        ("HTTPS URLs", "HTTP URLs", False),
+        ("Python Package Index", "Pythn Package Index", True),  # a misspelling
+        ("C APIs", "C API", True),  # a plural
+        ("T_OBJECT_EX PyObject", "T_OBJECT PyObject", False),  # most words shared, another identifier
+        ("HTTP Basic Authentication", "Basic Authentication", True),  # a fuller name
+        ("Apple Silicon Macs", "Apple Silicon Mac", True),
+    ],
+)
+def test_identifiers_one_character_apart_are_other_things(name, other, links):
+    """Names one edit apart link when the word they differ in is prose (a misspelling), not
+    when it is an identifier or an acronym, which one character makes another; names
+    sharing most words, unless another identifier is what tells them apart."""
+    embedder = FakeEmbedder({"*": [1.0, 0.0]})
+    linker = Linker([Entity(1, "name", name, normalize(name), [name])], embedder=embedder, next_id=2)
+    entity, _, created = linker.link(mention(other))
+    assert (entity.id == 1, created) == (links, not links)
+
+
 def test_fuzzy_scores_read_names_not_what_an_entity_gathered():
     """The score compares the mention's name with the entity's own name (``own_name``):
     not its description, popularity, vector or an alias of another norm."""
@@ -198,11 +235,11 @@ def test_coreference_takes_the_antecedent_entity():
 
 
 def test_remove_forgets_an_entity():
-    entity = Entity(1, "name", "Heron API", "heronapi")
+    entity = Entity(1, "name", "Heron Bridge", "heronbridge")
     linker = Linker([entity], next_id=2)
     linker.remove(entity)
-    assert linker.link(mention("Heron API"))[0].id == 2
-    assert linker.fuzzy_candidates(mention("Heron AP")) == [linker.entities[2]]
+    assert linker.link(mention("Heron Bridge"))[0].id == 2
+    assert linker.fuzzy_candidates(mention("Heron Bridg")) == [linker.entities[2]]
 
 
 def test_same_as_candidates_for_a_new_entity():
