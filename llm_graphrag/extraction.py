@@ -1144,6 +1144,8 @@ def name_mentions(chunk, context):
                     pass  # acronyms and mixed case are names wherever they stand
                 elif at_start and w not in proper:
                     continue  # "Frogs are amphibians": a capitalised common word
+                elif w.lower() in context.lower_words and word_class(w.lower()) in ("verb", "adverb"):
+                    continue  # "Changed in version 3.6: Accepts a path": a verb the text also writes in lower case
                 elif len(w) < 2 or w in MONTHS:
                     continue  # a month alone is a time of year; "June 1889" is a date, its year the entity
             a, b = span_tokens[0][0], span_tokens[-1][1]

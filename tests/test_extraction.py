@@ -191,6 +191,15 @@ def test_names_and_acronyms():
     ]
 
 
+def test_a_verb_the_text_writes_in_lower_case_is_no_name_alone():
+    """A capitalised verb alone after a colon ("3.6: Accepts") is no name when the text also
+    writes it in lower case; a verb used as a product's name ("by Excel") stays one."""
+    text = "Changed in version 3.6: Accepts a path. The loader accepts a file. Data is read by Excel, line by line."
+    found = [m.name for m in mentions_of(text, extractors=(extraction.name_mentions,))]
+    assert "Accepts" not in found
+    assert "Excel" in found
+
+
 def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
     assert names(mentions_of("Frogs are amphibians.")) == [
         ("frogs", "concept"),  # a regular plural opening a sentence is a common noun
