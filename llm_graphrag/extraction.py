@@ -1157,8 +1157,14 @@ def name_mentions(chunk, context):
             surface = chunk.text[a:b]
             if re.fullmatch(r"[\d.]+", surface):
                 continue
-            mentions.append(Mention(surface, "name", a, b, 0.8 if len(words) > 1 else 0.7, {"capitalized": True}, extractor="names"))
+            typ = "code" if _IDENTIFIER_SHAPE.fullmatch(surface) else "name"  # "FTP_TLS.prot_p", "TarFile.getnames"
+            mentions.append(Mention(surface, typ, a, b, 0.8 if len(words) > 1 else 0.7, {"capitalized": True}, extractor="names"))
     return mentions
+
+
+# A name written as code outside backticks: snake_case, or a name and a lower-case
+# attribute after a dot ("FTP_TLS.prot_p", "Validation_records", "TarFile.getnames").
+_IDENTIFIER_SHAPE = re.compile(r"[A-Za-z]\w*_\w+(?:\.\w+)*|[A-Za-z]\w*(?:\.[a-z_]\w*)+")
 
 
 def _repeats(word, span, opening):

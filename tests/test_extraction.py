@@ -200,6 +200,16 @@ def test_a_verb_the_text_writes_in_lower_case_is_no_name_alone():
     assert "Excel" in found
 
 
+def test_a_capitalised_identifier_outside_backticks_is_code():
+    """snake_case and dotted attribute names stay code wherever they are found: "The
+    method FTP_TLS.prot_p secures it; see TarFile.getnames." names code, not people."""
+    found = names(mentions_of(
+        "The method FTP_TLS.prot_p secures the channel; see TarFile.getnames for members.",
+        extractors=(extraction.name_mentions,),
+    ))
+    assert ("FTP_TLS.prot_p", "code") in found and ("TarFile.getnames", "code") in found
+
+
 def test_capitalized_first_word_is_a_name_only_when_the_document_says_so():
     assert names(mentions_of("Frogs are amphibians.")) == [
         ("frogs", "concept"),  # a regular plural opening a sentence is a common noun
