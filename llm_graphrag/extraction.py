@@ -352,8 +352,10 @@ def _verb_stem(stem):
 def normalize(surface, type=None):
     """Seed 004 §7 blocking key: lower-case, alphanumerics only; plural nouns singular.
 
-    Versions keep their dots (``3.4`` is not ``34``). Only a lower-case last word is
-    lemmatized, so ``Windows`` the product stays apart from ``windows``.
+    Versions keep their dots (``3.4`` is not ``34``); code keeps the underscores and
+    dashes around a name (``__dict__`` is not ``dict``, ``--version`` not ``version``).
+    Only a lower-case last word is lemmatized, so ``Windows`` the product stays apart
+    from ``windows``.
     """
     if type == "version":
         return "".join(surface.split()).lower().lstrip("v")
@@ -365,7 +367,17 @@ def normalize(surface, type=None):
     key = "".join(tokens).lower()
     # Lower case can add marks that are not alphanumeric ("İ" -> "i̇"): dropped as in the
     # surface, so a key normalizes to itself.
-    return key if key.isalnum() else "".join(_NORM_TOKEN.findall(key))
+    if not key.isalnum():
+        key = "".join(_NORM_TOKEN.findall(key))
+    if type == "code":
+        sigils = _CODE_SIGILS.fullmatch(surface.strip())
+        if sigils and (sigils.group(1) or sigils.group(2)):
+            key = sigils.group(1) + key + sigils.group(2)
+    return key
+
+
+# The underscores and dashes around a code name: "__dict__", "_private", "--version", "KEY_".
+_CODE_SIGILS = re.compile(r"`?([_-]*)[^\W_].*?(?<![_-])(_*)`?(?:\(\))?", re.S)
 
 
 def _last_word_key(last):

@@ -85,6 +85,12 @@ def test_lemma(word, expected):
         ("RFC 7159", "standard", "rfc7159"),
         ("os.path.join", "code", "ospathjoin"),
         ("Tcl/Tk", "name", "tcltk"),
+        ("__dict__", "code", "__dict__"),  # code keeps the underscores and dashes around it
+        ("dict", "code", "dict"),
+        ("--version", "code", "--version"),
+        ("_asdict()", "code", "_asdict"),
+        ("py_object", "code", "pyobject"),
+        ("__dict__", "concept", "dict"),
     ],
 )
 def test_normalize(surface, type, expected):
