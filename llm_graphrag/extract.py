@@ -63,8 +63,9 @@ from .schema import (
 # that ``extract`` redoes what an earlier version extracted (2: gazetteer single words; 3:
 # names as written, refine.py; 4: no gazetteer frequency in mentions' features; 5: stop 35's
 # relation rules, a clause's verb told from a noun by agreement, descriptions from headings
-# in whole words and from glossary entries).
-EXTRACTOR_VERSION = "5"
+# in whole words and from glossary entries; 6: section leads as descriptions, code norms
+# keeping their underscores and dashes, identifiers and lower-case phrases in fuzzy linking).
+EXTRACTOR_VERSION = "6"
 # After an entity's first mention in a sentence: does the sentence define it? (match() anchors)
 _DEFINITION = re.compile(
     r"\s*(?:(?:is|are|was|were)\s+(?:a|an|the|one)\b|(?:provides|implements|refers to|means|"
