@@ -1070,13 +1070,12 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     """Link and embed one extracted document in memory; ``_write`` stores the result."""
     doc_id = extracted.doc_id
 
-    # Forget what an earlier extraction of this document contributed.
-    old_counts = Counter(
-        entity_id
-        for (entity_id,) in db.execute(
-            "select entity_id from mentions where doc_id = ? and entity_id is not null", [doc_id]
-        )
-    ) if extracted_before else Counter()
+    # Forget what an earlier extraction of this document contributed. Its mention rows
+    # are read once, here: ``_write`` compares them with the new ones.
+    old_mentions = db.execute(
+        f"select id, {MENTION_COLUMNS} from mentions where doc_id = ?", [doc_id]
+    ).fetchall() if extracted_before else []
+    old_counts = Counter(row[1] for row in old_mentions if row[1] is not None)
     for entity_id, count in old_counts.items():
         entity = linker.entities.get(entity_id)
         if entity is not None:
@@ -1153,7 +1152,7 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     fact_vectors = {k: batch.fact_vectors[k] for k in keys if k in batch.fact_vectors}
     return _Prepared(
         extracted, chunks, linked, content_hash, extracted_before, created, changed, reembed,
-        entity_vectors, relations, embeddable, fact_vectors, old_counts, counts, gone,
+        entity_vectors, relations, embeddable, fact_vectors, old_counts, counts, gone, old_mentions,
     )
 
 
@@ -1176,6 +1175,7 @@ class _Prepared:
     old_counts: Counter
     counts: Counter
     gone: list
+    old_mentions: list  # ``(id, *row)`` of its earlier extraction's mentions (``MENTION_COLUMNS``)
 
     @property
     def mention_count(self):
@@ -1384,8 +1384,9 @@ def _write(db, prepared, encode, known, counting=False, renamed=None):
         old_held = conn.execute(f"select rowid, {HELD_COLUMNS} from held_evidence where doc_id = ?", [doc_id]).fetchall()
         conn.execute("delete from dropped_heads where doc_id = ?", [doc_id])
         conn.execute("delete from dropped_words where doc_id = ?", [doc_id])
-        # Its mentions are compared with the new ones below: most are the same rows.
-        old_mentions = conn.execute(f"select id, {MENTION_COLUMNS} from mentions where doc_id = ?", [doc_id]).fetchall()
+        # Its mentions (read when it was prepared) are compared with the new ones below:
+        # most are the same rows.
+        old_mentions = p.old_mentions
     conn.executemany(
         "insert or ignore into dropped_words (doc_id, norm) values (?, ?)", [(doc_id, n) for n in extracted.left_out]
     )
