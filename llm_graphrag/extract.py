@@ -194,6 +194,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
         if bulk and not triggers_out:
             stack.enter_context(triggers_deferred(db, DEFERRED_TRIGGERS))
         named_before = _naming_rows(db, doc_ids) if relink and not unfinished else None
+        renamed = set() if named_before is not None else None  # entities whose mentions there changed
         # Names these documents had before an ingest took them back, taken by every run:
         # only the one that links right after that ingest's releases may use them.
         returning = take_returning_roots(db)
@@ -207,6 +208,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
                 totals, linked_before = _extract(
                     db, pending, settings, progress, workers, found, since,
                     least=AGAIN_MIN_DOCUMENTS if relink else parallel.MIN_ITEMS, returning=returning,
+                    renamed=renamed,
                 )
         else:  # a dead run's documents all written: what its entities take is found here
             totals, linked_before = {"relations": 0}, set()
@@ -235,7 +237,7 @@ def _run(db, pending, settings, progress, workers, unfinished=None, found=None, 
                 if named_before is not None:
                     named_after = _naming_rows(db, doc_ids)
                     naming = sorted(
-                        ({row[0] for row in named_before ^ named_after} | set(released) | {
+                        ({row[0] for row in named_before ^ named_after} | renamed | set(released) | {
                             e for (e,) in db.execute("select id from entities where id > ?", [last_entity])
                         }) & scope
                     )
@@ -434,26 +436,37 @@ def _extracted_count(db):
 
 def _naming_rows(db, doc_ids):
     """What ``refine.canonical_names`` reads of the entities ``doc_ids`` mention, as a set
-    of rows each led by the entity id: the entities' own rows and the documents' mentions
-    (ids aside). An entity whose rows are the same after its documents are linked again
-    was named from them already, and is not named again."""
-    ids = json.dumps(sorted(doc_ids))
-    rows = set(db.execute(
-        "select m.entity_id, m.doc_id, c.seq, m.span_start, m.span_end, m.surface, m.type, m.features, m.meta "
-        "from mentions m join chunks c on c.id = m.chunk_id "
-        "where m.doc_id in (select value from json_each(?)) and m.entity_id is not null",
-        [ids],
-    ))
-    rows.update(db.execute(
+    of rows each led by the entity id: the entities' own rows (``_write`` compares the
+    documents' mentions, see ``_naming_changes``). An entity whose rows and mentions
+    are the same after its documents are linked again was named from them already, and
+    is not named again."""
+    return set(db.execute(
         "select id, type, name, norm, aliases, description, meta from entities where id in "
         "(select entity_id from mentions where doc_id in (select value from json_each(?)))",
-        [ids],
+        [json.dumps(sorted(doc_ids))],
     ))
-    return rows
+
+
+def _naming_changes(old, rows, chunks):
+    """Entities whose mentions in one document, as ``refine.canonical_names`` reads them
+    (``_naming_key``), differ between its stored ``old`` rows (``(id, *row)``) and its
+    new ``rows``."""
+    seqs = {chunk.id: chunk.seq for chunk in chunks}
+    before = {_naming_key(row[1:], seqs) for row in old if row[1] is not None}
+    after = {_naming_key(row, seqs) for row in rows if row[0] is not None}
+    return {key[0] for key in before ^ after}
+
+
+def _naming_key(row, seqs):
+    """A ``mentions`` row (``MENTION_COLUMNS``) as naming reads it: chunk by its place, no
+    id, scores or snippet."""
+    entity_id, doc_id, chunk_id, start, end, surface, typ, _, _, features, _, meta = row
+    return entity_id, doc_id, seqs.get(chunk_id), start, end, surface, typ, features, meta
 
 
 def _extract(
     db, pending, settings, progress, workers, found=None, since=None, least=parallel.MIN_ITEMS, returning=frozenset(),
+    renamed=None,
 ):
     """``extract_and_link`` of the ``pending`` documents (see ``_pending``); returns the
     totals and the entities their earlier extraction linked to. ``found`` (an ``_ExtractedCache``)
@@ -461,7 +474,8 @@ def _extract(
     again in the same run (``_run``'s rounds): it is linked again, not extracted again.
     ``since``: resuming a run that died, the entities after this id are ones it made.
     ``returning``: names these documents had before an ingest took them back
-    (``take_returning_roots``)."""
+    (``take_returning_roots``). ``renamed``: a set that gets the entities whose mentions
+    in the documents changed (``_naming_changes``)."""
     totals = {"mentions": 0, "entities_new": 0, "relations": 0}
     from .embeddings import embedder_for
 
@@ -542,9 +556,9 @@ def _extract(
             totals["mentions"] += prepared.mention_count
             totals["entities_new"] += len(prepared.created)
             if batch.full():
-                touched.update(_flush(db, batch, linker, embedder, known))
+                touched.update(_flush(db, batch, linker, embedder, known, renamed))
                 batch = _Batch()
-        touched.update(_flush(db, batch, linker, embedder, known))
+        touched.update(_flush(db, batch, linker, embedder, known, renamed))
     totals["relations"] = len(touched)
     if since is not None:  # resuming a run that died: the entities it made are this run's too
         made = {e.id for e in created}
@@ -741,7 +755,7 @@ class _Batch:
         return self.chunks >= self.MAX_CHUNKS or len(self.documents) >= self.MAX_DOCUMENTS
 
 
-def _flush(db, batch, linker, embedder, known):
+def _flush(db, batch, linker, embedder, known, renamed=None):
     """Write the batch's documents in one transaction; returns the keys of the pairs
     touched (relations, and co-occurrence evidence held at once, see ``_too_weak``).
 
@@ -758,7 +772,7 @@ def _flush(db, batch, linker, embedder, known):
                 # Counted here only while the trigger is out: another run may have put it back.
                 counting = not has_trigger(db, EVIDENCE_TRIGGER)
                 for prepared in batch.documents:
-                    written, keys = _write(db, prepared, embedder.encode, known, counting)
+                    written, keys = _write(db, prepared, embedder.encode, known, counting, renamed)
                     relation_ids.extend(written)
                     touched.update(keys)
                 if inserts_only:
@@ -1057,13 +1071,12 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     """Link and embed one extracted document in memory; ``_write`` stores the result."""
     doc_id = extracted.doc_id
 
-    # Forget what an earlier extraction of this document contributed.
-    old_counts = Counter(
-        entity_id
-        for (entity_id,) in db.execute(
-            "select entity_id from mentions where doc_id = ? and entity_id is not null", [doc_id]
-        )
-    ) if extracted_before else Counter()
+    # Forget what an earlier extraction of this document contributed. Its mention rows
+    # are read once, here: ``_write`` compares them with the new ones.
+    old_mentions = db.execute(
+        f"select id, {MENTION_COLUMNS} from mentions where doc_id = ?", [doc_id]
+    ).fetchall() if extracted_before else []
+    old_counts = Counter(row[1] for row in old_mentions if row[1] is not None)
     for entity_id, count in old_counts.items():
         entity = linker.entities.get(entity_id)
         if entity is not None:
@@ -1140,7 +1153,7 @@ def _prepare_document(db, extracted, chunks, content_hash, extracted_before, con
     fact_vectors = {k: batch.fact_vectors[k] for k in keys if k in batch.fact_vectors}
     return _Prepared(
         extracted, chunks, linked, content_hash, extracted_before, created, changed, reembed,
-        entity_vectors, relations, embeddable, fact_vectors, old_counts, counts, gone,
+        entity_vectors, relations, embeddable, fact_vectors, old_counts, counts, gone, old_mentions,
     )
 
 
@@ -1163,6 +1176,7 @@ class _Prepared:
     old_counts: Counter
     counts: Counter
     gone: list
+    old_mentions: list  # ``(id, *row)`` of its earlier extraction's mentions (``MENTION_COLUMNS``)
 
     @property
     def mention_count(self):
@@ -1382,14 +1396,15 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(db, prepared, encode, known, counting=False):
+def _write(db, prepared, encode, known, counting=False, renamed=None):
     """Store one prepared document: call inside a transaction. Returns its relation ids,
     and the keys of every pair it gave evidence for (relations and held pairs).
 
     ``encode(texts)`` embeds the facts of relations that lost all their evidence in this
     very transaction (the document was extracted before), which preparing could not know.
     ``counting`` adds the evidence to ``relations.evidence_count`` here, for when its
-    trigger is suspended.
+    trigger is suspended. ``renamed`` (a set) gets the entities whose mentions here
+    changed as naming reads them (``_naming_changes``).
     """
     from .embeddings import write_embeddings
 
@@ -1412,8 +1427,9 @@ def _write(db, prepared, encode, known, counting=False):
         old_held = conn.execute(f"select rowid, {HELD_COLUMNS} from held_evidence where doc_id = ?", [doc_id]).fetchall()
         conn.execute("delete from dropped_heads where doc_id = ?", [doc_id])
         conn.execute("delete from dropped_words where doc_id = ?", [doc_id])
-        # Its mentions are compared with the new ones below: most are the same rows.
-        old_mentions = conn.execute(f"select id, {MENTION_COLUMNS} from mentions where doc_id = ?", [doc_id]).fetchall()
+        # Its mentions (read when it was prepared) are compared with the new ones below:
+        # most are the same rows.
+        old_mentions = p.old_mentions
     conn.executemany(
         "insert or ignore into dropped_words (doc_id, norm) values (?, ?)", [(doc_id, n) for n in extracted.left_out]
     )
@@ -1446,9 +1462,12 @@ def _write(db, prepared, encode, known, counting=False):
         left = conn.execute("select popularity from entities where id = ?", [entity_id]).fetchone()
         if left is not None and left[0] <= 0:
             conn.execute("delete from entities where id = ?", [entity_id])
+    rows = _mention_rows(p)
+    if renamed is not None:
+        renamed.update(_naming_changes(old_mentions, rows, p.chunks))
     conn.executemany(
         f"insert into mentions ({MENTION_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _changed_mentions(conn, old_mentions, _mention_rows(p)),
+        _changed_mentions(conn, old_mentions, rows),
     )
     if p.reembed:
         write_embeddings(db, "entities", [e.id for e in p.reembed], p.entity_vectors.result(), [entity_text(e) for e in p.reembed])

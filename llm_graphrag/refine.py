@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from collections import Counter, defaultdict
 from functools import lru_cache
 
@@ -378,11 +379,25 @@ def score_cooccurrence(db, drop=True, total=None):
         if drop and (g2 < COOCCURRENCE_MIN_LLR or both < COOCCURRENCE_MIN_SENTENCES):
             weak.append(relation_id)
             continue
-        values = json.loads(meta) if meta else {}
-        values.update(llr=round(g2, 3), pmi=round(math.log2(both * total_here / (a * b)), 3), kind="cooccurrence")
-        scores.append((json.dumps(values, sort_keys=True), relation_id))
+        values = {"kind": "cooccurrence", "llr": round(g2, 3), "pmi": round(math.log2(both * total_here / (a * b)), 3)}
+        text = _scored_meta(meta, values)
+        if text != meta:
+            scores.append((text, relation_id))
     db.conn.executemany("update relations set meta = ? where id = ?", scores)
     return _hold_relations(db, weak) if drop else 0
+
+
+# A ``meta`` holding a score and nothing else, as ``_scored_meta`` writes it.
+_SCORE_ONLY = re.compile(r'\{"kind": "cooccurrence", "llr": [^,{}"]+, "pmi": [^,{}"]+\}')
+
+
+def _scored_meta(meta, values):
+    """``meta`` with the score ``values`` (``_cooccurrence_values``) in, as
+    ``json.dumps(..., sort_keys=True)`` writes it; one holding a score alone, or none
+    (most of them), is written without decoding it."""
+    if not meta or _SCORE_ONLY.fullmatch(meta):
+        return f'{{"kind": "cooccurrence", "llr": {values["llr"]!r}, "pmi": {values["pmi"]!r}}}'
+    return json.dumps({**json.loads(meta), **values}, sort_keys=True)
 
 
 def rescore_cooccurrence(db, drop=True, total=None):
@@ -610,10 +625,10 @@ def canonical_names(db, embed_related=False, scope="refine_scope"):
     quote a renamed entity are rewritten, and their vectors and the entity's recomputed.
     ``scope``: the temporary table of the entities to name.
     """
-    counts = defaultdict(Counter)
-    surfaces = defaultdict(Counter)
-    titled = defaultdict(Counter)  # the same, of mentions with no span (a title's subject)
-    own = defaultdict(Counter)  # (spanned, name) of mentions of the entity's own norm
+    counts = defaultdict(_Tally)
+    surfaces = defaultdict(_Tally)
+    titled = defaultdict(_Tally)  # the same, of mentions with no span (a title's subject)
+    own = defaultdict(_Tally)  # (spanned, name) of mentions of the entity's own norm
     # An entity's type: its own if a mention has it, else (a generic entity, or one whose
     # mentions of its type went) the first of its mentions' types in linking.type_order.
     mention_types = {}
@@ -645,6 +660,7 @@ def canonical_names(db, embed_related=False, scope="refine_scope"):
             surfaces[entity_id][surface] += n
     described = _best_descriptions(db, scope)
     renamed, changed, retyped = {}, [], []
+    metas = {}  # (meta, flags) -> the meta written
     for entity_id, typ, name, aliases, description, meta in db.execute(
         "select id, type, name, aliases, description, meta from entities "
         f"where id in (select entity_id from temp.{scope})"
@@ -659,8 +675,7 @@ def canonical_names(db, embed_related=False, scope="refine_scope"):
             names = Counter({n: c for (_, n), c in mine.items()})
         else:
             names = counts.get(entity_id) or titled.get(entity_id)
-        chosen, known = name, json.loads(aliases or "[]")
-        stored = known
+        chosen, known, aliases_changed = name, None, False
         if names:
             best = max(names.values())
             tied = sorted(n for n, c in names.items() if c == best)
@@ -672,12 +687,15 @@ def canonical_names(db, embed_related=False, scope="refine_scope"):
             chosen = min(tied, key=lambda n: (n[:1].islower() != lower_first, n))
             seen = surfaces[entity_id] or names
             known = sorted(seen, key=lambda n: (-seen[n], n))[:MAX_ALIASES]
+            # Decoded only when not written as this list is (json.dumps, as every writer does).
+            aliases_changed = json.dumps(known) != (aliases or "[]") and known != json.loads(aliases or "[]")
         text, flags = described.get(entity_id, (description, None))
-        values = json.loads(meta) if meta else {}
-        if flags is not None:
-            values = {**values, **flags}
-        new_meta = json.dumps(values) if values or meta else meta
-        if (chosen, known, text, new_meta) != (name, stored, description, meta):
+        meta_key = (meta, None if flags is None else tuple(flags.items()))
+        if meta_key not in metas:  # a few distinct values: each made once
+            metas[meta_key] = _described_meta(meta, flags)
+        new_meta = metas[meta_key]
+        if chosen != name or aliases_changed or text != description or new_meta != meta:
+            known = json.loads(aliases or "[]") if known is None else known
             changed.append((chosen, json.dumps(known), text, new_meta, entity_id, chosen != name or text != description))
         if chosen != name:
             renamed[entity_id] = chosen
@@ -698,6 +716,22 @@ def canonical_names(db, embed_related=False, scope="refine_scope"):
 
 
 MAX_ALIASES = 50
+
+
+class _Tally(dict):
+    """Counts by key, missing ones 0: a ``Counter`` without its constructor, which took
+    a sixth of naming every entity (four per entity)."""
+
+    def __missing__(self, key):
+        return 0
+
+
+def _described_meta(meta, flags):
+    """An entity's ``meta`` with its description's ``flags`` (``_best_descriptions``) in."""
+    values = json.loads(meta) if meta else {}
+    if flags is not None:
+        values = {**values, **flags}
+    return json.dumps(values) if values or meta else meta
 
 
 def _best_descriptions(db, scope="refine_scope"):
