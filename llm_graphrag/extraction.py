@@ -2314,7 +2314,7 @@ def resolve_overlaps(mentions):
         if loser.extractor and loser.extractor not in winner.extractor.split("+"):
             winner.extractor = winner.extractor + "+" + loser.extractor
         by_span[key] = winner
-    ordered = sorted(by_span.values(), key=lambda m: (-m.length, [-x for x in _rank(m)], m.start))
+    ordered = sorted(by_span.values(), key=_overlap_order)
     kept = []
     starts = []  # (start, index into kept), sorted
     longest = ordered[0].length if ordered else 0
@@ -2348,6 +2348,12 @@ OWN_TYPE_PRIORITY = 5.5
 
 def _rank(m):
     return (TYPE_PRIORITY.get(m.type, OWN_TYPE_PRIORITY), m.score)
+
+
+def _overlap_order(m):
+    """``resolve_overlaps``' order: the longest first, then the highest ``_rank``, then the first."""
+    priority, score = _rank(m)
+    return -m.length, -priority, -score, m.start
 
 
 # "It", "They", "Its" and "This module"-style phrases, written by first letter so that the
@@ -2857,7 +2863,8 @@ def _origins(mentions):
     a person's nationality is no kind of person); "Polish-born" alone is no name."""
     result, cut, demonyms = [], set(), set()
     for m in mentions:
-        if m.start is not None and m.type in ("concept", "name"):
+        # Both patterns open with a capital letter: other mentions are kept as they are.
+        if m.start is not None and m.type in ("concept", "name") and "A" <= m.surface[:1] <= "Z":
             origin = _ORIGIN.match(m.surface)
             if origin is None and m.type == "concept":
                 origin = _DEMONYM.match(m.surface)
