@@ -277,7 +277,9 @@ def _negated(text, trigger_length):
     return any(w.lower() in _NEGATIONS or w.lower().endswith(("n't", "n’t")) for w in before + inside)
 
 
-_SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
+# "See", "see also", "cf.": written by first letter, as _PRONOUN in extraction.py, so that
+# the pattern opens with a class (the engine skips ahead to candidates).
+_SEE = re.compile(r"[SsCc](?<!\w[SsCc])(?:(?<=[Ss])ee|(?<=[Cc])f\.)(?:\s+also)?\b")
 # Coordination, with the trigger's preposition repeated: "specified by X and by Y".
 _COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:[Tt]he\s+|an?\s+|(?:over\s+|about\s+|some\s+)?\d[\d,]*\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
