@@ -1002,14 +1002,16 @@ def _extract_document(document):
     return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining, [])
 
 
-_INDEFINITE = re.compile(r"\b[Aa]n?\s+([a-z]+)\b")
+# "a" or "an" and the word after; written from the article's letter, the word boundary
+# before it behind, so that the engine skips ahead to candidates (as extraction._PRONOUN).
+_INDEFINITE = re.compile(r"[Aa](?<!\w[Aa])n?\s+([a-z]+)\b")
 
 
 def _counted_norms(chunks):
     """Norms of the nouns a document counts, with "a" or "an" ("a function", "an integer"):
     count nouns name things however abstract their dictionary senses; a mass noun
     ("maintenance", "independence") takes no "a"."""
-    return frozenset(normalize(w) for chunk in chunks for w in _INDEFINITE.findall(chunk.text))
+    return frozenset(map(normalize, {w for chunk in chunks for w in _INDEFINITE.findall(chunk.text)}))
 
 
 def _without_idle_abstracts(mentions, candidates, counted=frozenset()):

@@ -648,10 +648,13 @@ def _looks_like_code(text):
     return bool(re.search(r"[A-Za-z_]", text))
 
 
+@lru_cache(maxsize=64)
 def heading_lines(text):
-    """``_HEADING_LINE`` matches, skipping the scan when ``text`` holds no heading marks."""
+    """``_HEADING_LINE`` matches, skipping the scan when ``text`` holds no heading marks.
+    A chunk's are read by its analysis, its relations and its home (``extract._ChunkHome``):
+    kept for the last texts, so each is scanned once."""
     if "#" in text or _UNDERLINE_START.search(text):
-        return _HEADING_LINE.finditer(text)
+        return tuple(_HEADING_LINE.finditer(text))
     return ()
 
 
@@ -865,7 +868,9 @@ def proper_words(texts):
     return frozenset(w for w in found if w.lower() not in STOPWORDS)
 
 
-_LOWER_WORD = re.compile(r"(?<![\w-])[a-z][a-z]+")
+# Opens with its first letter, the check before it behind (as _PRONOUN): the engine skips
+# ahead to lower-case letters.
+_LOWER_WORD = re.compile(r"[a-z](?<![\w-][a-z])[a-z]+")
 
 
 def lower_words(texts):
@@ -1176,11 +1181,20 @@ def _mixed_case(word):
 
 
 def _title_case(tokens):
-    words = [t[2] for t in tokens if t[2][0].isalpha()]
-    if len(words) < 2 or len(words) > 12:
-        return False
-    caps = sum(1 for w in words if w[0].isupper() or w.lower() in STOPWORDS)
-    return caps == len(words) and sum(1 for w in words if w[0].isupper()) >= 2
+    """Whether a sentence's words read as a title: 2 to 12 of them, each capitalized or a
+    stopword, two capitalized at least. Stops at the first word that says no."""
+    words = capitals = 0
+    for _, _, word in tokens:
+        if not word[0].isalpha():
+            continue
+        words += 1
+        if words > 12:
+            return False
+        if word[0].isupper():
+            capitals += 1
+        elif word.lower() not in STOPWORDS:
+            return False
+    return words >= 2 and capitals >= 2
 
 
 def _superlative(word):
