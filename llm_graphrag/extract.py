@@ -16,7 +16,6 @@ import datetime
 import functools
 import json
 import logging
-import operator
 import os
 import re
 from collections import Counter
@@ -986,7 +985,7 @@ def _extract_document(document):
     ordered = [(0, subject)] if subject is not None and chunks else []
     ordered.extend((index, m) for index, mentions in enumerate(per_chunk) for m in mentions)
     position = {m: i for i, (_, m) in enumerate(ordered)}
-    rows, spans, defining = [], {}, set()
+    rows, spans, defining, homes = [], {}, set(), {}
     for i, (index, m) in enumerate(ordered):
         record = _mention_record(m, index, position.get(m.antecedent, -1))
         if m.start is None:
@@ -999,8 +998,11 @@ def _extract_document(document):
         if sentences and m.start - sentences[m.sentence][0] <= 12:
             if _DEFINITION.match(analysis.masked, m.end, sentences[m.sentence][1]):
                 defining.add(i)
+        home = homes.get(index)
+        if home is None:
+            home = homes[index] = _ChunkHome(chunk)
         # The sentence it offers as its entity's description: found here, not where it is linked.
-        rows.append(record + (_description_candidate(record, i in defining, chunk, sentences),))
+        rows.append(record + (_description_candidate(record, i in defining, chunk, sentences, home),))
     sentence_index, squashed, found = {}, {}, []
     for index, candidates_of_chunk in enumerate(candidates):
         for c in candidates_of_chunk:
@@ -1015,14 +1017,16 @@ def _extract_document(document):
     return _Extracted(doc_id, rows, found, list(sentence_index), spans, defining, [])
 
 
-_INDEFINITE = re.compile(r"\b[Aa]n?\s+([a-z]+)\b")
+# "a" or "an" and the word after; written from the article's letter, the word boundary
+# before it behind, so that the engine skips ahead to candidates (as extraction._PRONOUN).
+_INDEFINITE = re.compile(r"[Aa](?<!\w[Aa])n?\s+([a-z]+)\b")
 
 
 def _counted_norms(chunks):
     """Norms of the nouns a document counts, with "a" or "an" ("a function", "an integer"):
     count nouns name things however abstract their dictionary senses; a mass noun
     ("maintenance", "independence") takes no "a"."""
-    return frozenset(normalize(w) for chunk in chunks for w in _INDEFINITE.findall(chunk.text))
+    return frozenset(map(normalize, {w for chunk in chunks for w in _INDEFINITE.findall(chunk.text)}))
 
 
 def _without_idle_abstracts(mentions, candidates, counted=frozenset()):
@@ -1197,10 +1201,11 @@ class _Found:
         self.describes = None  # (rank, sentence start, end) when it describes its entity best here
 
 
-def _description_candidate(record, defining, chunk, spans):
+def _description_candidate(record, defining, chunk, spans, home=None):
     """``(rank, sentence start, sentence end)``: the sentence a mention offers as its
     entity's description, in its chunk, or None. ``defining``: whether the mention's
-    sentence defines it (``_Extracted.defining``); ``spans``: the chunk's sentence spans.
+    sentence defines it (``_Extracted.defining``); ``spans``: the chunk's sentence spans;
+    ``home``: the chunk's ``_ChunkHome`` (made here when not given).
     It depends on what the worker found alone, so the worker finds it (``_extract_document``).
 
     The rank orders candidates: from the entity's own home (a document whose title names
@@ -1224,8 +1229,9 @@ def _description_candidate(record, defining, chunk, spans):
         s_start, s_end = spans[index]
         return 4 + 2, s_start, s_end
     else:
-        home = _at_home(record[_NORM], chunk, record[_START])
-        heading = _heading_at(chunk.text, record[_START]) if home and record[_IN_HEADING] else None
+        chunk_home = home or _ChunkHome(chunk)
+        home = chunk_home.at_home(record[_NORM], record[_START])
+        heading = chunk_home.heading_at(record[_START]) if home and record[_IN_HEADING] else None
         if heading is not None:  # what the heading names, its section's first sentence says
             lead = _section_lead(chunk.text, spans, heading[2], heading[3])
             return (4 + 1, *lead) if lead is not None else (4, heading[0], heading[1])
@@ -1235,17 +1241,6 @@ def _description_candidate(record, defining, chunk, spans):
         description, heading = _sentence_description(chunk.text, s_start, s_end)
         plain = not (heading or description == record[_NAME])  # as _weak judges it
     return 4 * home + 2 * defining + plain, s_start, s_end
-
-
-def _heading_at(text, position):
-    """``(start, end of its text, end, start of the next)`` of the heading of ``text`` that
-    holds ``position``, or None."""
-    headings = _chunk_headings(text)
-    at = bisect.bisect_right(headings, position, key=_HEADING_START) - 1
-    if at < 0 or headings[at][3] < position:
-        return None
-    start, _, text_end, end = headings[at]
-    return start, text_end, end, headings[at + 1][0] if at + 1 < len(headings) else len(text)
 
 
 def _section_lead(text, spans, after, stop, look=3):
@@ -1323,21 +1318,40 @@ _UNDERLINED = re.compile(r"([=\-~^\"'`#*+])\1{2,}\s*$")
 _SIGNATURE = re.compile(r"\s*(?:[a-z]+\s+)?`?[\w.]+`?\s*(?:\([^\n]*\))?\s*:?\s*")
 
 
-def _at_home(norm, chunk, position=None):
-    """Whether ``position`` of ``chunk`` is at the home of the entity ``norm``: the
-    document's title names it, or the heading it stands under does."""
-    names = _home_names(chunk.title, chunk.headings or tuple(h for h in chunk.section.split(" > ") if h))
-    if norm in names[0]:
-        return True
-    if len(norm) < 4:
-        return False
-    headings = _chunk_headings(chunk.text) if position is not None else ()
-    if headings and headings[0][0] <= position:
-        return norm in headings[bisect.bisect_right(headings, position, key=_HEADING_START) - 1][1]
-    return bool(names[1]) and norm in names[1][-1]
+class _ChunkHome:
+    """Where in one chunk entities are at home (``at_home``), read once per chunk: the
+    names its title and the headings above it give, and the headings in its text."""
 
+    __slots__ = ("exact", "above", "starts", "inside", "ends", "length")
 
-_HEADING_START = operator.itemgetter(0)  # a heading's start in ``_chunk_headings``
+    def __init__(self, chunk):
+        self.exact, above = _home_names(chunk.title, chunk.headings or tuple(h for h in chunk.section.split(" > ") if h))
+        self.above = above[-1] if above else None  # the names of the nearest heading above
+        headings = _chunk_headings(chunk.text)
+        self.starts = [start for start, _, _, _ in headings]
+        self.inside = [names for _, names, _, _ in headings]
+        self.ends = [(text_end, end) for _, _, text_end, end in headings]
+        self.length = len(chunk.text)
+
+    def at_home(self, norm, position=None):
+        """Whether ``position`` of the chunk is at the home of the entity ``norm``: the
+        document's title names it, or the heading it stands under does."""
+        if norm in self.exact:
+            return True
+        if len(norm) < 4:
+            return False
+        if position is not None and self.starts and self.starts[0] <= position:
+            return norm in self.inside[bisect.bisect_right(self.starts, position) - 1]
+        return self.above is not None and norm in self.above
+
+    def heading_at(self, position):
+        """``(start, end of its text, end, start of the next)`` of the chunk's heading that
+        holds ``position``, or None."""
+        at = bisect.bisect_right(self.starts, position) - 1
+        if at < 0 or self.ends[at][1] < position:
+            return None
+        following = self.starts[at + 1] if at + 1 < len(self.starts) else self.length
+        return self.starts[at], *self.ends[at], following
 
 
 @functools.lru_cache(maxsize=64)

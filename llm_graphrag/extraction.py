@@ -660,10 +660,13 @@ def _looks_like_code(text):
     return bool(re.search(r"[A-Za-z_]", text))
 
 
+@lru_cache(maxsize=64)
 def heading_lines(text):
-    """``_HEADING_LINE`` matches, skipping the scan when ``text`` holds no heading marks."""
+    """``_HEADING_LINE`` matches, skipping the scan when ``text`` holds no heading marks.
+    A chunk's are read by its analysis, its relations and its home (``extract._ChunkHome``):
+    kept for the last texts, so each is scanned once."""
     if "#" in text or _UNDERLINE_START.search(text):
-        return _HEADING_LINE.finditer(text)
+        return tuple(_HEADING_LINE.finditer(text))
     return ()
 
 
@@ -877,7 +880,9 @@ def proper_words(texts):
     return frozenset(w for w in found if w.lower() not in STOPWORDS)
 
 
-_LOWER_WORD = re.compile(r"(?<![\w-])[a-z][a-z]+")
+# Opens with its first letter, the check before it behind (as _PRONOUN): the engine skips
+# ahead to lower-case letters.
+_LOWER_WORD = re.compile(r"[a-z](?<![\w-][a-z])[a-z]+")
 
 
 def lower_words(texts):
@@ -1196,11 +1201,20 @@ def _mixed_case(word):
 
 
 def _title_case(tokens):
-    words = [t[2] for t in tokens if t[2][0].isalpha()]
-    if len(words) < 2 or len(words) > 12:
-        return False
-    caps = sum(1 for w in words if w[0].isupper() or w.lower() in STOPWORDS)
-    return caps == len(words) and sum(1 for w in words if w[0].isupper()) >= 2
+    """Whether a sentence's words read as a title: 2 to 12 of them, each capitalized or a
+    stopword, two capitalized at least. Stops at the first word that says no."""
+    words = capitals = 0
+    for _, _, word in tokens:
+        if not word[0].isalpha():
+            continue
+        words += 1
+        if words > 12:
+            return False
+        if word[0].isupper():
+            capitals += 1
+        elif word.lower() not in STOPWORDS:
+            return False
+    return words >= 2 and capitals >= 2
 
 
 def _superlative(word):
@@ -2334,7 +2348,7 @@ def resolve_overlaps(mentions):
         if loser.extractor and loser.extractor not in winner.extractor.split("+"):
             winner.extractor = winner.extractor + "+" + loser.extractor
         by_span[key] = winner
-    ordered = sorted(by_span.values(), key=lambda m: (-m.length, [-x for x in _rank(m)], m.start))
+    ordered = sorted(by_span.values(), key=_overlap_order)
     kept = []
     starts = []  # (start, index into kept), sorted
     longest = ordered[0].length if ordered else 0
@@ -2368,6 +2382,12 @@ OWN_TYPE_PRIORITY = 5.5
 
 def _rank(m):
     return (TYPE_PRIORITY.get(m.type, OWN_TYPE_PRIORITY), m.score)
+
+
+def _overlap_order(m):
+    """``resolve_overlaps``' order: the longest first, then the highest ``_rank``, then the first."""
+    priority, score = _rank(m)
+    return -m.length, -priority, -score, m.start
 
 
 # "It", "They", "Its" and "This module"-style phrases, written by first letter so that the
@@ -2877,7 +2897,8 @@ def _origins(mentions):
     a person's nationality is no kind of person); "Polish-born" alone is no name."""
     result, cut, demonyms = [], set(), set()
     for m in mentions:
-        if m.start is not None and m.type in ("concept", "name"):
+        # Both patterns open with a capital letter: other mentions are kept as they are.
+        if m.start is not None and m.type in ("concept", "name") and "A" <= m.surface[:1] <= "Z":
             origin = _ORIGIN.match(m.surface)
             if origin is None and m.type == "concept":
                 origin = _DEMONYM.match(m.surface)

@@ -206,8 +206,10 @@ def _trie(words):
 
 # All triggers in one expression, tried in the order above at each position. The guards
 # make the scan cheap: the alternatives only run where a word start holds a lead word, or at
-# a comma (which follows a word: "Tk, a toolkit").
+# a comma (which follows a word: "Tk, a toolkit"); first of all, the character there must
+# be one a lead word or "convert" opens with, or the comma.
 _TRIGGERS = re.compile(
+    "(?=[" + re.escape("".join(sorted({w[0] for w in TRIGGER_LEADS} | {"c", ","}))) + "])"
     r"(?:(?<![A-Za-z0-9_])(?=" + _trie(TRIGGER_LEADS) + r"\b|convert)|(?=,))(?:"
     + "|".join(f"(?P<p{i}>{p})" for i, (p, _, _, _) in enumerate(_PATTERNS))
     + ")"
@@ -275,7 +277,9 @@ def _negated(text, trigger_length):
     return any(w.lower() in _NEGATIONS or w.lower().endswith(("n't", "n’t")) for w in before + inside)
 
 
-_SEE = re.compile(r"\b(?:[Ss]ee|[Cc]f\.)(?:\s+also)?\b")
+# "See", "see also", "cf.": written by first letter, as _PRONOUN in extraction.py, so that
+# the pattern opens with a class (the engine skips ahead to candidates).
+_SEE = re.compile(r"[SsCc](?<!\w[SsCc])(?:(?<=[Ss])ee|(?<=[Cc])f\.)(?:\s+also)?\b")
 # Coordination, with the trigger's preposition repeated: "specified by X and by Y".
 _COORD = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|as well as|&)\s*(?:(?:by|in|with|to|from|on|for|via)\s+)?(?:[Tt]he\s+|an?\s+|(?:over\s+|about\s+|some\s+)?\d[\d,]*\s+)?$")
 _CLAUSE_BREAK = re.compile(r"[;:]|\b(?:which|who|that|because|although|while|whereas|but)\b")
@@ -2065,6 +2069,8 @@ def _stated_object(group, i, masked, start, relative=False):
     """``(mention, phrase)``: the furthest mention after ``group[i]`` that a relation phrase
     from ``start`` reaches, through nouns a linking verb takes ("is a city on the island
     of Honshu": Honshu); None if the words up to the next mention form no phrase."""
+    if i + 1 >= len(group) or not _ONLY_WORDS.fullmatch(masked, start, max(start, group[i + 1].start)):
+        return None  # no phrase reaches the next mention, nor any after it (``relation_phrase``)
     best = None
     for j in range(i + 1, min(len(group), i + 4)):
         if j > i + 1:
