@@ -998,11 +998,11 @@ def _extract_document(document):
         if sentences and m.start - sentences[m.sentence][0] <= 12:
             if _DEFINITION.match(analysis.masked, m.end, sentences[m.sentence][1]):
                 defining.add(i)
-        home = homes.get(index)
-        if home is None:
-            home = homes[index] = _ChunkHome(chunk)
+        chunk_home = homes.get(index)
+        if chunk_home is None:
+            chunk_home = homes[index] = _ChunkHome(chunk)
         # The sentence it offers as its entity's description: found here, not where it is linked.
-        rows.append(record + (_description_candidate(record, i in defining, chunk, sentences, home),))
+        rows.append(record + (_description_candidate(record, i in defining, chunk, sentences, chunk_home),))
     sentence_index, squashed, found = {}, {}, []
     for index, candidates_of_chunk in enumerate(candidates):
         for c in candidates_of_chunk:
@@ -1201,11 +1201,11 @@ class _Found:
         self.describes = None  # (rank, sentence start, end) when it describes its entity best here
 
 
-def _description_candidate(record, defining, chunk, spans, home=None):
+def _description_candidate(record, defining, chunk, spans, chunk_home):
     """``(rank, sentence start, sentence end)``: the sentence a mention offers as its
     entity's description, in its chunk, or None. ``defining``: whether the mention's
     sentence defines it (``_Extracted.defining``); ``spans``: the chunk's sentence spans;
-    ``home``: the chunk's ``_ChunkHome`` (made here when not given).
+    ``chunk_home``: the chunk's ``_ChunkHome``.
     It depends on what the worker found alone, so the worker finds it (``_extract_document``).
 
     The rank orders candidates: from the entity's own home (a document whose title names
@@ -1229,7 +1229,6 @@ def _description_candidate(record, defining, chunk, spans, home=None):
         s_start, s_end = spans[index]
         return 4 + 2, s_start, s_end
     else:
-        chunk_home = home or _ChunkHome(chunk)
         home = chunk_home.at_home(record[_NORM], record[_START])
         heading = chunk_home.heading_at(record[_START]) if home and record[_IN_HEADING] else None
         if heading is not None:  # what the heading names, its section's first sentence says
